@@ -1,0 +1,171 @@
+"""The pipeline for one file: bytes -> prefilter -> one parse -> facts -> all rules in one
+traversal -> diagnostics, and the fix loop (replace nodes, re-lint until stable)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+from libcst._batched_visitor import visit_batched
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from devlint import registry
+from devlint.diagnostic import Applicability, Diagnostic, Fix
+from devlint.facts import ContextTracker, FileFacts, prescan
+from devlint.fixes import apply_fixes, device_var_name
+from devlint.rule import Report, Rule
+
+MAX_FIX_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: frozenset = field(default_factory=lambda: registry.resolve())
+    unsafe_fixes: bool = False
+    fix_style: str = "cuda"  # or "accelerator"
+    device_name: str = "device"
+
+    def rules(self) -> tuple[type[Rule], ...]:
+        return tuple(r for r in registry.all_rules() if r.code in self.select)
+
+    def key(self) -> str:
+        """What the results depend on besides the file's content (for caches)."""
+        return repr((sorted(self.select), self.unsafe_fixes, self.fix_style, self.device_name))
+
+
+class FileContext:
+    """Everything a rule may read about the file being linted."""
+
+    def __init__(self, module: cst.Module, facts: FileFacts, settings: Settings, filename: str) -> None:
+        self.module = module
+        self.facts = facts
+        self.settings = settings
+        self.filename = filename
+        self.tracker = ContextTracker(facts)
+        self.reports: list[Report] = []
+        self.new_device_name = device_var_name(facts, settings.device_name)
+        top = set(map(id, module.body))
+        self.module_level_device_nodes = {dv.node for dv in facts.device_vars
+                                          if dv.scope is None and id(dv.node) in top}
+
+
+class LintError(Exception):
+    """A file that could not be linted (unreadable, undecodable, unparsable)."""
+
+
+@dataclass
+class FileResult:
+    filename: str
+    diagnostics: list[Diagnostic]
+    module: Optional[cst.Module] = None
+    context: Optional[FileContext] = None
+    reports: list = field(default_factory=list)
+
+
+def _prefilter(rules, source: bytes):
+    return [r for r in rules if r.prefilter.search(source)]
+
+
+def _parse_error(filename: str, exc: Exception) -> Diagnostic:
+    line, col = 1, 1
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, cst.ParserSyntaxError):
+        line, col = exc.raw_line, exc.raw_column + 1
+        msg = exc.message
+    elif isinstance(exc, RecursionError):
+        msg = "too deeply nested to parse"
+    elif isinstance(exc, UnicodeDecodeError):
+        msg = f"cannot decode as {exc.encoding}: {exc.reason} at byte {exc.start}"
+    return Diagnostic("DL000", registry.PARSE_ERROR[1], f"cannot parse: {msg}", filename,
+                      line, col, line, col, None)
+
+
+def parse(source: bytes) -> cst.Module:
+    return cst.parse_module(source)
+
+
+def lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
+    rules = _prefilter(settings.rules(), source)
+    if not rules:
+        return FileResult(filename, [])
+    try:
+        module = parse(source)
+    except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        return FileResult(filename, [_parse_error(filename, exc)])
+    return lint_module(module, source, filename, settings, rules)
+
+
+def lint_module(module: cst.Module, source: bytes, filename: str, settings: Settings,
+                rules=None) -> FileResult:
+    rules = settings.rules() if rules is None else rules
+    facts = prescan(module, source)
+    ctx = FileContext(module, facts, settings, filename)
+    instances = [r(ctx) for r in rules]
+    visit_batched(module, [ctx.tracker, *instances, ctx.tracker.closer])
+    for inst in instances:
+        inst.finish()
+    diags: list[Diagnostic] = []
+    if ctx.reports:
+        # positions cost a full code generation: only for files with findings
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        for rep in ctx.reports:
+            rng = positions[rep.node]
+            diags.append(Diagnostic(rep.rule.code, rep.rule.name, rep.message, filename,
+                                    rng.start.line, rng.start.column + 1, rng.end.line,
+                                    rng.end.column + 1, rep.fix))
+    order = sorted(range(len(diags)), key=lambda i: diags[i].sort_key())
+    diags = [diags[i] for i in order]
+    reports = [ctx.reports[i] for i in order]
+    return FileResult(filename, diags, module, ctx, reports)
+
+
+def applicable(fix: Optional[Fix], settings: Settings) -> bool:
+    if fix is None:
+        return False
+    if fix.applicability is Applicability.SAFE:
+        return True
+    return fix.applicability is Applicability.UNSAFE and settings.unsafe_fixes
+
+
+@dataclass
+class FixOutcome:
+    source: bytes  # the fixed source (== input when nothing applied)
+    initial: list[Diagnostic]
+    remaining: list[Diagnostic]
+    fixed: int
+    converged: bool = True
+
+
+def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
+    """Apply fixes, re-lint and repeat until nothing changes (bounded)."""
+    first = lint_source(source, filename, settings)
+    result = first
+    current = source
+    for _ in range(MAX_FIX_ROUNDS):
+        fixes = [d.fix for d in result.diagnostics if applicable(d.fix, settings)]
+        if not fixes or result.module is None:
+            break
+        new_module = apply_fixes(result.module, result.context.facts, fixes,
+                                 result.context.new_device_name, settings.fix_style)
+        new_source = new_module.bytes
+        if new_source == current:
+            break
+        current = new_source
+        result = lint_source(current, filename, settings)
+        if any(d.code == "DL000" for d in result.diagnostics):
+            # a fix must never break a file: keep the original
+            return FixOutcome(source, first.diagnostics, first.diagnostics, 0, converged=False)
+    else:
+        return FixOutcome(current, first.diagnostics, result.diagnostics,
+                          _fixed_count(first.diagnostics, result.diagnostics), converged=False)
+    return FixOutcome(current, first.diagnostics, result.diagnostics,
+                      _fixed_count(first.diagnostics, result.diagnostics))
+
+
+def _fixed_count(before: list[Diagnostic], after: list[Diagnostic]) -> int:
+    return max(0, len(before) - len(after))
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")

@@ -1,0 +1,831 @@
+"""Per-file facts, computed once and read by every rule.
+
+Two parts, both cheap:
+
+* :func:`prescan` walks *statements only* (never descending into expressions
+  except the value of an assignment) and records torch import aliases, which
+  classes are ``nn.Module`` subclasses, tensor-vs-Module evidence for names and
+  attributes, availability-guard flags, device variables and every bound name.
+* :class:`ContextTracker` runs first in the single rule traversal and keeps the
+  live context rules ask about at each node: enclosing functions, classes and
+  loops, whether an availability guard dominates the node, and usage evidence
+  (``loss.backward()`` says tensor, ``model.parameters()`` says Module).
+
+LibCST's ``QualifiedNameProvider``/``ScopeProvider`` would answer some of these
+questions more generally, but each costs 2-4x a parse per file; this module
+answers exactly what the rules need at a fraction of that.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+import libcst as cst
+from libcst._batched_visitor import BatchableCSTVisitor
+
+TENSOR = "tensor"
+PARAM = "param"  # an nn.Parameter: a tensor whose attribute cannot take a plain tensor
+MODULE = "module"
+
+# torch functions that return a new tensor (factories first).
+FACTORIES = frozenset(
+    """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
+    rand_like randn_like zeros_like ones_like empty_like full_like randint_like tensor as_tensor
+    from_numpy empty_strided normal bernoulli multinomial poisson""".split()
+)
+DEVICE_LESS_FACTORIES = frozenset(
+    "zeros ones empty full arange range linspace logspace eye rand randn randint randperm tensor "
+    "empty_strided normal".split()
+)
+TENSOR_FUNCS = FACTORIES | frozenset(
+    """cat concat stack hstack vstack matmul mm bmm einsum where clamp clip exp log sqrt abs
+    sigmoid tanh relu softmax log_softmax sum mean max min argmax argmin sort topk cumsum
+    flatten reshape squeeze unsqueeze transpose permute cross_entropy mse_loss nll_loss
+    masked_fill gather index_select tril triu outer dot addmm baddbmm pow mul add sub div""".split()
+)
+# Methods that turn a tensor into another tensor (or, on a Module, return self).
+CONVERSIONS = frozenset(
+    "to cuda cpu half float double bfloat16 type long int bool short byte char".split()
+)
+TENSOR_METHODS = CONVERSIONS | frozenset(
+    """detach clone view reshape permute transpose t contiguous squeeze unsqueeze flatten sum mean
+    abs exp log sqrt sigmoid tanh relu softmax matmul mm expand expand_as repeat narrow select
+    index_select masked_fill pow mul add sub div clamp clip float numpy_ pin_memory requires_grad_
+    new_zeros new_ones new_empty new_full new_tensor""".split()
+)
+# Usage that only makes sense on one kind of value.
+TENSOR_ONLY_USE = frozenset(
+    "backward item numpy tolist size dim ndim requires_grad_ add_ mul_ sub_ div_ copy_ zero_ "
+    "fill_ normal_ uniform_ detach clone view".split()
+)
+MODULE_ONLY_USE = frozenset(
+    "parameters named_parameters buffers named_buffers modules named_modules children "
+    "named_children eval train state_dict load_state_dict apply register_buffer "
+    "register_parameter zero_grad forward add_module register_forward_hook".split()
+)
+NON_MODULE_NN = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "functional", "utils"})
+
+_NAMEISH_FLAG = re.compile(r"(cuda|gpu)", re.I)
+
+
+def dotted(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def root_name(node: cst.CSTNode) -> Optional[str]:
+    """The leftmost name of ``a.b[c].d(...)``, else None."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        else:
+            return None
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        try:
+            v = node.evaluated_value
+        except Exception:  # noqa: BLE001 - bytes/odd prefixes
+            return None
+        return v if isinstance(v, str) else None
+    return None
+
+
+_CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+
+
+def is_cuda_string(node: cst.CSTNode) -> bool:
+    v = string_value(node)
+    return v is not None and _CUDA_LITERAL.fullmatch(v) is not None
+
+
+def call_arg(call: cst.Call, pos: Optional[int], kw: Optional[str]) -> Optional[cst.Arg]:
+    """The argument given by keyword ``kw`` or at position ``pos``."""
+    i = 0
+    for a in call.args:
+        if a.keyword is not None:
+            if kw is not None and a.keyword.value == kw:
+                return a
+        elif a.star:
+            return None if pos is not None and i <= pos else None
+        else:
+            if pos is not None and i == pos:
+                return a
+            i += 1
+    return None
+
+
+def ends_with_exit(body: cst.BaseSuite) -> bool:
+    """Whether a suite unconditionally leaves (return/raise/continue/break/exit)."""
+    stmts = body.body
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine) or isinstance(body, cst.SimpleStatementSuite):
+        small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) else last
+        if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            d = dotted(small.value.func)
+            return d in {"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "unittest.skip"}
+    return False
+
+
+@dataclass
+class DeviceVar:
+    name: str
+    node: cst.CSTNode  # the defining statement
+    scope: Optional[cst.CSTNode]  # FunctionDef, or None at module level
+    guarded: bool  # False when the definition itself hard-codes cuda
+
+
+@dataclass
+class FileFacts:
+    source: bytes
+    module: cst.Module
+    aliases: dict = field(default_factory=dict)  # local name -> qualified name ("torch.nn")
+    module_classes: set = field(default_factory=set)  # class names that subclass nn.Module
+    class_nodes: dict = field(default_factory=dict)  # ClassDef -> is nn.Module subclass
+    evidence: dict = field(default_factory=dict)  # (scope, dotted) -> set of kinds
+    usage: dict = field(default_factory=dict)  # (scope, dotted) -> set of kinds (live traversal)
+    guard_flags: set = field(default_factory=set)  # dotted names assigned from availability checks
+    device_vars: list = field(default_factory=list)
+    bound_names: set = field(default_factory=set)
+    assigned_in: dict = field(default_factory=dict)  # scope -> set of names bound there (params too)
+    rebound: dict = field(default_factory=dict)  # scope -> names assigned by statements (not params)
+    last_import: Optional[cst.CSTNode] = None  # last statement of the leading import block
+    multi_gpu: bool = False  # DataParallel / DDP / NCCL code: device fixes become unsafe
+
+    # ---- names -------------------------------------------------------------
+    def qualname(self, node: cst.CSTNode) -> Optional[str]:
+        """Resolve ``T.cuda.synchronize`` (``import torch as T``) to ``torch.cuda.synchronize``."""
+        d = dotted(node)
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        q = self.aliases.get(head)
+        if q is None:
+            return None
+        return f"{q}.{rest}" if rest else q
+
+    def torch_name(self) -> Optional[str]:
+        """A local name bound to the ``torch`` module itself, if any."""
+        for local, q in self.aliases.items():
+            if q == "torch" and "." not in local:
+                return local
+        return None
+
+    def is_torch(self, node: cst.CSTNode, *names: str) -> bool:
+        q = self.qualname(node)
+        return q is not None and q in names
+
+    # ---- tensor vs Module ----------------------------------------------------
+    def kinds(self, key: str, scope) -> set:
+        """Evidence kinds for a dotted name seen from ``scope`` (function first, then global)."""
+        out = set(self.evidence.get((scope, key), ()))
+        if scope is not None and not out and key.split(".")[0] not in self.assigned_in.get(scope, ()):
+            out = set(self.evidence.get((None, key), ()))
+        return out
+
+    def kind_of(self, expr: cst.CSTNode, scope, cls=None) -> Optional[str]:
+        """TENSOR / PARAM / MODULE when the file gives evidence, else None (never guess)."""
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            d = dotted(expr)
+            if d is None:
+                return None
+            if d.startswith("self.") and cls is not None:
+                ks = set(self.evidence.get((cls, d), ()))
+            else:
+                ks = self.kinds(d, scope)
+            use = self.usage.get((scope, d), set())
+            if not ks and use == {TENSOR}:
+                return TENSOR
+            ks |= use
+            if ks and ks <= {TENSOR, PARAM}:
+                return PARAM if PARAM in ks else TENSOR
+            if ks == {MODULE}:
+                return MODULE
+            return None
+        if isinstance(expr, cst.Call):
+            q = self.qualname(expr.func)
+            if q is not None:
+                last = q.rsplit(".", 1)[-1]
+                if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                    return PARAM
+                if q.startswith("torch.nn.functional."):
+                    return TENSOR
+                if q.startswith("torch.nn.") and last[:1].isupper() and last not in NON_MODULE_NN:
+                    return MODULE
+                if q.startswith("torchvision.models.") and last[:1].islower():
+                    return MODULE
+                if q.count(".") == 1 and q.startswith("torch.") and last in TENSOR_FUNCS:
+                    return TENSOR
+                if q == "torch.compile":
+                    return self.kind_of(expr.args[0].value, scope, cls) if expr.args else None
+                return None
+            if isinstance(expr.func, cst.Name) and expr.func.value in self.module_classes:
+                return MODULE
+            if isinstance(expr.func, cst.Attribute):
+                meth = expr.func.attr.value
+                if meth in TENSOR_METHODS:
+                    k = self.kind_of(expr.func.value, scope, cls)
+                    if k == PARAM:
+                        return TENSOR  # conversions of a Parameter are plain tensors
+                    if k == TENSOR or (k == MODULE and meth in CONVERSIONS):
+                        return k
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            kl = self.kind_of(expr.left, scope, cls)
+            kr = self.kind_of(expr.right, scope, cls)
+            if TENSOR in (kl, kr) or PARAM in (kl, kr):
+                return TENSOR
+            return None
+        if isinstance(expr, cst.Subscript):
+            k = self.kind_of(expr.value, scope, cls)
+            if k in (TENSOR, PARAM):
+                return TENSOR
+            d = dotted(expr.value)
+            if d is not None and "container" in self.kinds(d, scope):
+                return TENSOR
+            return None
+        return None
+
+    # ---- guards --------------------------------------------------------------
+    def guard_polarity(self, test: cst.BaseExpression) -> int:
+        """+1 when ``test`` being true implies CUDA is usable, -1 when its negation does, else 0."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return -self.guard_polarity(test.expression)
+        if isinstance(test, cst.BooleanOperation):
+            pl, pr = self.guard_polarity(test.left), self.guard_polarity(test.right)
+            if isinstance(test.operator, cst.And):
+                return 1 if 1 in (pl, pr) else 0
+            return -1 if -1 in (pl, pr) else (1 if pl == pr == 1 else 0)
+        if isinstance(test, cst.Call):
+            q = self.qualname(test.func)
+            if q in ("torch.cuda.is_available", "torch.cuda.is_initialized"):
+                return 1
+            return 0
+        if isinstance(test, (cst.Name, cst.Attribute)):
+            d = dotted(test)
+            if d is None:
+                return 0
+            if d in self.guard_flags or d.endswith(".is_cuda"):
+                return 1
+            last = d.rsplit(".", 1)[-1]
+            if _NAMEISH_FLAG.search(last) and not self.is_torch(test, *self.aliases.values()):
+                # a user switch such as `args.cuda`, `use_gpu`: a deliberate choice
+                return -1 if last.lower().startswith("no_") else 1
+            return 0
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comp = test.comparisons[0]
+            left, right, op = test.left, comp.comparator, comp.operator
+            if isinstance(left, cst.Call) and self.is_torch(left.func, "torch.cuda.device_count"):
+                n = right.value if isinstance(right, cst.Integer) else None
+                if isinstance(op, cst.GreaterThan) and n in ("0", "1"):
+                    return 1
+                if isinstance(op, cst.GreaterThanEqual) and n == "1":
+                    return 1
+                if isinstance(op, cst.Equal) and n == "0":
+                    return -1
+                return 0
+            for a, b in ((left, right), (right, left)):
+                sv = string_value(b)
+                if sv is None:
+                    continue
+                if self._is_device_expr(a):
+                    is_cuda = sv.startswith("cuda")
+                    if isinstance(op, (cst.Equal, cst.Is)):
+                        return 1 if is_cuda else (-1 if sv == "cpu" else 0)
+                    if isinstance(op, (cst.NotEqual, cst.IsNot)):
+                        return 1 if sv == "cpu" else (-1 if is_cuda else 0)
+            if isinstance(op, cst.In) and self._is_device_expr(left):
+                return 0
+        return 0
+
+    def _is_device_expr(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str":
+            return bool(node.args) and self._is_device_expr(node.args[0].value)
+        d = dotted(node)
+        if d is None:
+            return False
+        last = d.rsplit(".", 1)[-1]
+        return last == "type" or "device" in last.lower() or d in {dv.name for dv in self.device_vars}
+
+    def is_availability_expr(self, node: cst.CSTNode) -> bool:
+        return self.guard_polarity(node) == 1
+
+
+# ---------------------------------------------------------------------------------
+# prescan: statements only
+# ---------------------------------------------------------------------------------
+
+_MULTI_GPU = re.compile(rb"DataParallel|DistributedDataParallel|init_process_group|nccl|device_ids")
+
+
+def _annotation_kind(facts: FileFacts, ann: Optional[cst.Annotation]) -> Optional[str]:
+    if ann is None:
+        return None
+    node = ann.annotation
+    if isinstance(node, cst.SimpleString):
+        v = string_value(node) or ""
+        last = v.rsplit(".", 1)[-1]
+        return TENSOR if last == "Tensor" else (MODULE if last == "Module" else None)
+    q = facts.qualname(node)
+    if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+        return TENSOR
+    if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+        return PARAM
+    if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+        return MODULE
+    return None
+
+
+class _Prescan:
+    def __init__(self, facts: FileFacts) -> None:
+        self.f = facts
+        self.leading = True
+
+    def add(self, scope, key: str, kind: Optional[str]) -> None:
+        if kind is not None:
+            self.f.evidence.setdefault((scope, key), set()).add(kind)
+
+    def bind(self, scope, name: str) -> None:
+        self.f.bound_names.add(name)
+        self.f.assigned_in.setdefault(scope, set()).add(name)
+
+    def bind_target(self, scope, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.bind(scope, target.value)
+            self.f.rebound.setdefault(scope, set()).add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self.bind_target(scope, el.value)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(scope, target.value)
+
+    def imports(self, stmt: cst.BaseSmallStatement, scope) -> None:
+        a = self.f.aliases
+        if isinstance(stmt, cst.Import):
+            for al in stmt.names:
+                full = dotted(al.name)
+                if full is None:
+                    continue
+                if al.asname is not None and isinstance(al.asname.name, cst.Name):
+                    local = al.asname.name.value
+                    a[local] = full
+                else:
+                    local = full.split(".")[0]
+                    a.setdefault(local, local)
+                self.bind(scope, local)
+        elif isinstance(stmt, cst.ImportFrom):
+            if stmt.relative or stmt.module is None:
+                if not isinstance(stmt.names, cst.ImportStar):
+                    for al in stmt.names:
+                        n = al.asname.name if al.asname else al.name
+                        if isinstance(n, cst.Name):
+                            self.bind(scope, n.value)
+                return
+            mod = dotted(stmt.module)
+            if isinstance(stmt.names, cst.ImportStar) or mod is None:
+                return
+            for al in stmt.names:
+                name = dotted(al.name)
+                local = al.asname.name.value if al.asname and isinstance(al.asname.name, cst.Name) else name
+                if name is None or local is None:
+                    continue
+                a[local] = f"{mod}.{name}"
+                self.bind(scope, local)
+
+    def value_kind(self, value: cst.BaseExpression, scope, cls) -> Optional[str]:
+        if isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+            ks = {self.f.kind_of(e.value, scope, cls) for e in value.elements}
+            return "container" if ks <= {TENSOR, PARAM} else None
+        if isinstance(value, cst.Dict) and value.elements:
+            ks = {self.f.kind_of(e.value, scope, cls) for e in value.elements if isinstance(e, cst.DictElement)}
+            return "container" if ks <= {TENSOR, PARAM} else None
+        return self.f.kind_of(value, scope, cls)
+
+    def assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope, cls, stmt) -> None:
+        f = self.f
+        self.bind_target(scope, target)
+        d = dotted(target)
+        if d is None or value is None:
+            return
+        key_scope = cls if (d.startswith("self.") and cls is not None) else scope
+        self.add(key_scope, d, self.value_kind(value, scope, cls))
+        if f.is_availability_expr(value) and not isinstance(value, (cst.Name, cst.Attribute)):
+            f.guard_flags.add(d)
+        if "." not in d and self._is_device_definition(d, value, scope):
+            f.device_vars.append(DeviceVar(d, stmt, scope, guarded=not self._hardcoded(value)))
+
+    def _hardcoded(self, value: cst.BaseExpression) -> bool:
+        if is_cuda_string(value):
+            return True
+        if isinstance(value, cst.Call) and self.f.is_torch(value.func, "torch.device"):
+            return bool(value.args) and is_cuda_string(value.args[0].value)
+        return False
+
+    def _is_device_definition(self, name: str, value: cst.BaseExpression, scope) -> bool:
+        f = self.f
+        if isinstance(value, cst.Call) and f.is_torch(value.func, "torch.device"):
+            return True
+        if isinstance(value, cst.IfExp):
+            return (self._is_device_value(value.body) and self._is_device_value(value.orelse)
+                    and f.guard_polarity(value.test) != 0)
+        if "device" in name.lower() and is_cuda_string(value):
+            return True
+        return False
+
+    def _is_device_value(self, node: cst.BaseExpression) -> bool:
+        if string_value(node) in ("cpu", "cuda", "mps") or is_cuda_string(node):
+            return True
+        if isinstance(node, cst.Call):
+            q = self.f.qualname(node.func)
+            return q in ("torch.device", "torch.accelerator.current_accelerator")
+        return False
+
+    def params(self, fn: cst.FunctionDef, scope) -> None:
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            self.bind(scope, param.name.value)
+            k = _annotation_kind(self.f, param.annotation)
+            self.add(scope, param.name.value, k)
+        for star in (p.star_arg, p.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.bind(scope, star.name.value)
+
+    def suite(self, body: cst.BaseSuite, scope, cls) -> None:
+        if isinstance(body, cst.SimpleStatementSuite):
+            for small in body.body:
+                self.small(small, scope, cls, body)
+            return
+        for stmt in body.body:
+            self.statement(stmt, scope, cls)
+
+    def small(self, s: cst.BaseSmallStatement, scope, cls, stmt) -> None:
+        if isinstance(s, (cst.Import, cst.ImportFrom)):
+            self.imports(s, scope)
+        elif isinstance(s, cst.Assign):
+            for t in s.targets:
+                self.assign(t.target, s.value, scope, cls, stmt)
+        elif isinstance(s, cst.AnnAssign):
+            self.assign(s.target, s.value, scope, cls, stmt)
+            d = dotted(s.target)
+            if d is not None:
+                self.add(cls if d.startswith("self.") and cls is not None else scope, d,
+                         _annotation_kind(self.f, s.annotation))
+        elif isinstance(s, cst.AugAssign):
+            self.bind_target(scope, s.target)
+        elif isinstance(s, (cst.Global, cst.Nonlocal)):
+            for n in s.names:
+                self.bind(scope, n.name.value)
+        elif isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+            call = s.value
+            func = call.func
+            if (isinstance(func, cst.Attribute) and func.attr.value == "register_buffer"
+                    and isinstance(func.value, cst.Name) and func.value.value == "self" and cls is not None
+                    and call.args and string_value(call.args[0].value)):
+                self.add(cls, f"self.{string_value(call.args[0].value)}", TENSOR)
+
+    def statement(self, stmt: cst.BaseStatement, scope, cls) -> None:
+        f = self.f
+        if isinstance(stmt, cst.SimpleStatementLine):
+            is_import = all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+            for s in stmt.body:
+                self.small(s, scope, cls, stmt)
+            if scope is None and cls is None and self.leading:
+                if is_import:
+                    f.last_import = stmt
+                elif not (len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+                          and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+                    self.leading = False
+            return
+        if scope is None and cls is None:
+            if isinstance(stmt, cst.Try) and self.leading:
+                pass  # try/except ImportError blocks belong to the import block
+            else:
+                self.leading = False
+        if isinstance(stmt, cst.FunctionDef):
+            self.bind(scope, stmt.name.value)
+            self.params(stmt, stmt)
+            self.suite(stmt.body, stmt, cls)
+        elif isinstance(stmt, cst.ClassDef):
+            self.bind(scope, stmt.name.value)
+            is_mod = False
+            for base in stmt.bases:
+                q = f.qualname(base.value)
+                bn = dotted(base.value)
+                if q in ("torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Sequential") or (
+                    bn is not None and bn in f.module_classes
+                ) or (q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper()
+                      and q.rsplit(".", 1)[-1] not in NON_MODULE_NN):
+                    is_mod = True
+            f.class_nodes[stmt] = is_mod
+            if is_mod:
+                f.module_classes.add(stmt.name.value)
+            self.suite(stmt.body, scope, stmt)
+        elif isinstance(stmt, (cst.For,)):
+            self.bind_target(scope, stmt.target)
+            it = stmt.iter
+            d = dotted(it)
+            if d is not None and "container" in f.kinds(d, scope) and isinstance(stmt.target, cst.Name):
+                self.add(scope, stmt.target.value, TENSOR)
+            self.suite(stmt.body, scope, cls)
+            if stmt.orelse:
+                self.suite(stmt.orelse.body, scope, cls)
+        elif isinstance(stmt, cst.While):
+            self.suite(stmt.body, scope, cls)
+            if stmt.orelse:
+                self.suite(stmt.orelse.body, scope, cls)
+        elif isinstance(stmt, cst.If):
+            self.suite(stmt.body, scope, cls)
+            if stmt.orelse is not None:
+                if isinstance(stmt.orelse, cst.If):
+                    self.statement(stmt.orelse, scope, cls)
+                else:
+                    self.suite(stmt.orelse.body, scope, cls)
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                if item.asname is not None:
+                    self.bind_target(scope, item.asname.name)
+            self.suite(stmt.body, scope, cls)
+        elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+            self.suite(stmt.body, scope, cls)
+            for h in stmt.handlers:
+                if h.name is not None:
+                    self.bind_target(scope, h.name.name)
+                self.suite(h.body, scope, cls)
+            for extra in (stmt.orelse, stmt.finalbody):
+                if extra is not None:
+                    self.suite(extra.body, scope, cls)
+        elif type(stmt).__name__ == "Match":
+            for case in stmt.cases:
+                self.suite(case.body, scope, cls)
+
+
+def prescan(module: cst.Module, source: bytes) -> FileFacts:
+    facts = FileFacts(source=source, module=module)
+    facts.multi_gpu = _MULTI_GPU.search(source) is not None
+    p = _Prescan(facts)
+    for stmt in module.body:
+        p.statement(stmt, None, None)
+    return facts
+
+
+# ---------------------------------------------------------------------------------
+# live context during the single traversal
+# ---------------------------------------------------------------------------------
+
+_LOOPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+@dataclass
+class _Block:
+    guarded: bool = False
+
+
+class ContextTracker(BatchableCSTVisitor):
+    """Runs first in the batched traversal; rules read its state through ``facts``.
+
+    ``ContextTracker.closer`` runs last, so rules see the context of a node in both
+    their ``visit_*`` and ``leave_*`` methods.
+    """
+
+    def __init__(self, facts: FileFacts) -> None:
+        super().__init__()
+        self.facts = facts
+        self.functions: list = []  # FunctionDef stack
+        self.classes: list = []  # ClassDef stack
+        self.loops: list = []  # For / While / comprehension stack (loop frames)
+        self.guard_depth = 0
+        self.blocks: list[_Block] = [_Block()]
+        self.statement: Optional[cst.CSTNode] = None  # innermost simple statement line
+        self.seen_statements: set = set()  # statements already entered, in source order
+        self.closer = _Closer(self)
+
+    def get_visitors(self):
+        return {k: v for k, v in super().get_visitors().items() if k.startswith("visit_")}
+
+    # ---- queries rules use ------------------------------------------------------
+    @property
+    def guarded(self) -> bool:
+        return self.guard_depth > 0 or any(b.guarded for b in self.blocks)
+
+    @property
+    def function(self) -> Optional[cst.FunctionDef]:
+        return self.functions[-1] if self.functions else None
+
+    @property
+    def scope(self) -> Optional[cst.FunctionDef]:
+        return self.function
+
+    @property
+    def cls(self) -> Optional[cst.ClassDef]:
+        """The class whose method we are in (for ``self.x`` evidence)."""
+        return self.classes[-1] if self.classes else None
+
+    @property
+    def in_module_class(self) -> bool:
+        return bool(self.classes) and self.facts.class_nodes.get(self.classes[-1], False)
+
+    @property
+    def method(self) -> Optional[cst.FunctionDef]:
+        """The method when directly inside a class's function, else None."""
+        if self.classes and self.functions and self._method_of.get(self.functions[-1]) is self.classes[-1]:
+            return self.functions[-1]
+        return None
+
+    @property
+    def loop(self) -> Optional[cst.CSTNode]:
+        return self.loops[-1] if self.loops else None
+
+    def kind_of(self, expr: cst.CSTNode) -> Optional[str]:
+        return self.facts.kind_of(expr, self.scope, self.cls)
+
+    _method_of: dict
+
+    # ---- structure ------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self._method_of = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.classes:
+            # a function directly in a class body is a method of that class
+            parent_fn = self.functions[-1] if self.functions else None
+            if parent_fn is None or self._method_of.get(parent_fn) is not None:
+                if parent_fn is None:
+                    self._method_of[node] = self.classes[-1]
+        self.functions.append(node)
+        self.blocks.append(_Block())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+        self.blocks.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.blocks.append(_Block())
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.blocks.pop()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statement = node
+        self.seen_statements.add(node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self.seen_statements.add(node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.blocks.append(_Block())
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.blocks.pop()
+
+    # ---- loops -------------------------------------------------------------------
+    def visit_For_body(self, node: cst.For) -> None:
+        self.loops.append(node)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self.loops.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self.loops.append(node)
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self.loops.append(node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self.loops.append(node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self.loops.append(node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.loops.append(node)
+
+    # ---- guards --------------------------------------------------------------------
+    def _push_if(self, test, want: int) -> None:
+        if self.facts.guard_polarity(test) == want:
+            self.guard_depth += 1
+
+    def _pop_if(self, test, want: int) -> None:
+        if self.facts.guard_polarity(test) == want:
+            self.guard_depth -= 1
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self._push_if(node.test, 1)
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self._pop_if(node.test, 1)
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self._push_if(node.test, -1)
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self._pop_if(node.test, -1)
+
+    def visit_IfExp_body(self, node: cst.IfExp) -> None:
+        self._push_if(node.test, 1)
+
+    def leave_IfExp_body(self, node: cst.IfExp) -> None:
+        self._pop_if(node.test, 1)
+
+    def visit_IfExp_orelse(self, node: cst.IfExp) -> None:
+        self._push_if(node.test, -1)
+
+    def leave_IfExp_orelse(self, node: cst.IfExp) -> None:
+        self._pop_if(node.test, -1)
+
+    def visit_BooleanOperation_right(self, node: cst.BooleanOperation) -> None:
+        want = 1 if isinstance(node.operator, cst.And) else -1
+        self._push_if(node.left, want)
+
+    def leave_BooleanOperation_right(self, node: cst.BooleanOperation) -> None:
+        want = 1 if isinstance(node.operator, cst.And) else -1
+        self._pop_if(node.left, want)
+
+    # ---- usage evidence --------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            d = dotted(func.value)
+            if d is not None:
+                meth = func.attr.value
+                if meth in TENSOR_ONLY_USE:
+                    self.facts.usage.setdefault((self.scope, d), set()).add(TENSOR)
+                elif meth in MODULE_ONLY_USE:
+                    self.facts.usage.setdefault((self.scope, d), set()).add(MODULE)
+        elif isinstance(func, cst.Name) and func.value not in self.facts.aliases:
+            self.facts.usage.setdefault((self.scope, func.value), set()).add(MODULE)
+
+
+class _Closer(BatchableCSTVisitor):
+    """The tail of :class:`ContextTracker`: pops state after every rule has left a node."""
+
+    def __init__(self, t: ContextTracker) -> None:
+        super().__init__()
+        self.t = t
+
+    def get_visitors(self):
+        out = {k: v for k, v in BatchableCSTVisitor.get_visitors(self.t).items() if k.startswith("leave_")}
+        out.update(BatchableCSTVisitor.get_visitors(self))
+        return out
+
+    def leave_If(self, node: cst.If) -> None:
+        t, f = self.t, self.t.facts
+        pol = f.guard_polarity(node.test)
+        if pol == -1 and ends_with_exit(node.body):
+            t.blocks[-1].guarded = True
+        elif pol == 1 and node.orelse is not None and isinstance(node.orelse, cst.Else) and ends_with_exit(node.orelse.body):
+            t.blocks[-1].guarded = True
+
+    def leave_Assert(self, node: cst.Assert) -> None:
+        if self.t.facts.guard_polarity(node.test) == 1:
+            self.t.blocks[-1].guarded = True
+
+    def leave_While(self, node: cst.While) -> None:
+        self.t.loops.pop()
+
+    def leave_ListComp(self, node: cst.ListComp) -> None:
+        self.t.loops.pop()
+
+    def leave_SetComp(self, node: cst.SetComp) -> None:
+        self.t.loops.pop()
+
+    def leave_DictComp(self, node: cst.DictComp) -> None:
+        self.t.loops.pop()
+
+    def leave_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.t.loops.pop()
+
+
+def iter_calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """Calls inside an expression (cheap, for small subtrees only)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call):
+            yield n
+        stack.extend(n.children)

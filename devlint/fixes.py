@@ -1,0 +1,188 @@
+"""Shared fix machinery: choosing the device expression, applying node replacements,
+and inserting the file's one guarded device variable after the imports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Optional
+
+import libcst as cst
+
+from devlint.diagnostic import Fix
+from devlint.facts import TENSOR, PARAM, FileFacts, dotted
+
+if TYPE_CHECKING:
+    from devlint.engine import FileContext
+
+CANDIDATE_NAMES = ("device", "torch_device", "default_device", "device_")
+
+
+def device_var_name(facts: FileFacts, preferred: str = "device") -> str:
+    """A module-level name for a new device variable that shadows nothing in the file."""
+    for name in (preferred, *CANDIDATE_NAMES):
+        if name not in facts.bound_names and name not in facts.aliases:
+            return name
+    i = 2
+    while f"device{i}" in facts.bound_names:
+        i += 1
+    return f"device{i}"
+
+
+def torch_ref(facts: FileFacts) -> tuple[str, bool]:
+    """The local name of the torch module and whether ``import torch`` must be added."""
+    name = facts.torch_name()
+    return (name, False) if name else ("torch", "torch" not in facts.bound_names)
+
+
+def device_definition(facts: FileFacts, name: str, style: str = "cuda") -> str:
+    t, _ = torch_ref(facts)
+    if style == "accelerator":
+        return (f"{name} = {t}.accelerator.current_accelerator() if {t}.accelerator.is_available() "
+                f"else {t}.device(\"cpu\")")
+    return f"{name} = {t}.device(\"cuda\" if {t}.cuda.is_available() else \"cpu\")"
+
+
+def guarded_literal(facts: FileFacts, literal: cst.BaseExpression) -> cst.IfExp:
+    """``"cuda:0"`` -> ``"cuda:0" if torch.cuda.is_available() else "cpu"``."""
+    t, _ = torch_ref(facts)
+    test = cst.parse_expression(f"{t}.cuda.is_available()")
+    return cst.IfExp(test=test, body=literal, orelse=cst.SimpleString('"cpu"'))
+
+
+class DeviceChoice:
+    """The device expression a fix should use at the current node."""
+
+    def __init__(self, expr: cst.BaseExpression, needs_var: bool, needs_torch: bool) -> None:
+        self.expr = expr
+        self.needs_var = needs_var
+        self.needs_torch = needs_torch
+
+    def fix(self, applicability, message: str, replacements: dict) -> Fix:
+        return Fix(applicability, message, replacements, needs_device_var=self.needs_var,
+                   needs_torch_import=self.needs_torch)
+
+
+def choose_device(ctx: "FileContext", avoid: Iterable[str] = (), prefer_input: bool = True) -> DeviceChoice:
+    """Inside an ``nn.Module`` method prefer the input tensor's device; else reuse the
+    file's device variable visible here; else the (new) module-level device variable."""
+    facts, t = ctx.facts, ctx.tracker
+    avoid = set(avoid)
+    method = t.method
+    if prefer_input and method is not None and t.in_module_class and method.name.value != "__init__":
+        params = [p for p in method.params.params if p.name.value != "self"]
+        if params:
+            first = params[0].name.value
+            kinds = facts.evidence.get((method, first), set())
+            is_tensorish = bool(kinds & {TENSOR, PARAM}) or method.name.value == "forward"
+            rebound = first in facts.rebound.get(method, ())
+            if is_tensorish and not rebound and first not in avoid:
+                return DeviceChoice(cst.Attribute(cst.Name(first), cst.Name("device")), False, False)
+    name = visible_device_var(ctx)
+    if name is not None and name not in avoid:
+        return DeviceChoice(cst.Name(name), False, False)
+    name = ctx.new_device_name
+    _, needs_torch = torch_ref(facts)
+    return DeviceChoice(cst.Name(name), True, needs_torch)
+
+
+def visible_device_var(ctx: "FileContext") -> Optional[str]:
+    t = ctx.tracker
+    fn = t.function
+    best = None
+    for dv in ctx.facts.device_vars:
+        if dv.scope is not None and dv.scope is fn and dv.node in t.seen_statements:
+            best = dv.name  # a local device variable already defined in this function
+    if best is not None:
+        return best
+    for dv in ctx.facts.device_vars:
+        if dv.scope is None and dv.node in ctx.module_level_device_nodes:
+            if fn is not None or dv.node in t.seen_statements:
+                if fn is None or dv.name not in ctx.facts.assigned_in.get(fn, ()):
+                    return dv.name
+    return None
+
+
+# ---------------------------------------------------------------------------------
+# applying fixes
+# ---------------------------------------------------------------------------------
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replacements: dict) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):
+        new = self.replacements.get(original_node)
+        if new is not None:
+            return new
+        return updated_node
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    )
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _insertion_index(body) -> int:
+    """After the leading block of docstring, imports and try/except-import blocks."""
+    idx = 0
+    for i, stmt in enumerate(body):
+        if _is_import_line(stmt):
+            idx = i + 1
+        elif _is_docstring(stmt) and i == 0:
+            idx = 1
+        elif isinstance(stmt, cst.Try) and all(_is_import_line(s) for s in stmt.body.body):
+            idx = i + 1
+        else:
+            break
+    return idx
+
+
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for s in stmt.body:
+            if isinstance(s, cst.Assign) and any(dotted(t.target) == name for t in s.targets):
+                return True
+    return False
+
+
+def ensure_module_statements(module: cst.Module, facts: FileFacts, device_name: Optional[str],
+                             torch_import: bool, style: str) -> cst.Module:
+    body = list(module.body)
+    if device_name is not None and any(_binds(s, device_name) for s in body):
+        device_name = None
+    if device_name is None and not torch_import:
+        return module
+    idx = _insertion_index(body)
+    new: list = []
+    if torch_import:
+        new.append(cst.parse_statement("import torch"))
+    if device_name is not None:
+        stmt = cst.parse_statement(device_definition(facts, device_name, style))
+        if idx > 0 and new == []:
+            stmt = stmt.with_changes(leading_lines=[cst.EmptyLine()])
+        new.append(stmt)
+    if idx < len(body) and device_name is not None:
+        nxt = body[idx]
+        if not getattr(nxt, "leading_lines", None):
+            body[idx] = nxt.with_changes(leading_lines=[cst.EmptyLine()])
+    body[idx:idx] = new
+    return module.with_changes(body=body)
+
+
+def apply_fixes(module: cst.Module, facts: FileFacts, fixes: list[Fix], device_name: str,
+                style: str) -> cst.Module:
+    replacements: dict = {}
+    for fx in fixes:
+        replacements.update(fx.replacements)
+    new = module.visit(_Replace(replacements)) if replacements else module
+    needs_var = any(f.needs_device_var for f in fixes)
+    needs_torch = any(f.needs_torch_import for f in fixes)
+    return ensure_module_statements(new, facts, device_name if needs_var else None, needs_torch, style)

@@ -1,0 +1,1 @@
+"""devlint's rules, one module per rule (installed as ``devlint.rules``)."""

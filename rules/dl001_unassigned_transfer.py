@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from devlint.facts import CONVERSIONS, PARAM, TENSOR
+from devlint.rule import Invalid, Rule, safe, unsafe
+
+
+class UnassignedTransfer(Rule):
+    """
+    ## What it does
+    Flags a tensor conversion (`.to(...)`, `.cuda()`, `.cpu()`, `.half()`, `.float()`,
+    `.double()`, `.type(...)`, ...) used as a bare statement whose result is thrown away.
+
+    ## Why is this bad?
+    Tensor conversions return a **new** tensor and leave the original untouched, so
+    `x.to(device)` on its own line does nothing: `x` stays on the CPU and the next
+    operation with a GPU tensor fails with a device-mismatch error (or silently runs
+    on the CPU). `nn.Module.to()` is different: it moves the module in place, so
+    `model.to(device)` is correct and never flagged. devlint tells the two apart from
+    evidence in the file (constructors, `nn.Parameter`, `register_buffer`,
+    annotations, how the value is used); when there is no evidence it stays silent.
+
+    ## Example
+    ```python
+    x = torch.randn(8, 4)
+    x.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.randn(8, 4)
+    x = x.to(device)
+    ```
+
+    ## Fix safety
+    Assigning the result back is safe for a plain name, attribute, subscript or a
+    registered buffer. For an `nn.Parameter` the fix moves its data
+    (`p.data = p.data.to(...)`) so the attribute stays a Parameter; it is marked
+    unsafe because gradients and optimizer state are not moved with it.
+    """
+
+    code = "DL001"
+    name = "unassigned-transfer"
+    summary = "tensor conversion whose result is discarded"
+    prefilter = re.compile(rb"\.(?:" + b"|".join(m.encode() for m in sorted(CONVERSIONS)) + rb")\(")
+
+    VALID = [
+        "import torch\nx = torch.zeros(3)\nx = x.to('cpu')\n",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nmodel.to('cpu')\n",
+        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss()\ncriterion.cuda()\n",
+        "import torch.nn as nn\nclass M(nn.Module):\n    def f(self, d):\n        self.to(d)\n",
+        "import torch.nn as nn\nlayers = nn.ModuleList([nn.Linear(2, 2)])\nlayers.to('cpu')\n",
+        "def f(batch, device):\n    batch.to(device)\n",  # no evidence: BatchEncoding.to is in place
+        "import torch\nx = torch.zeros(3)\ny = x.to('cpu')\n",
+    ]
+    INVALID = [
+        Invalid("import torch\nx = torch.randn(3)\nx.to('cpu')\n",
+                "import torch\nx = torch.randn(3)\nx = x.to('cpu')\n"),
+        Invalid("import torch\ndef f(t: torch.Tensor):\n    t.half()\n",
+                "import torch\ndef f(t: torch.Tensor):\n    t = t.half()\n"),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.register_buffer('mask', torch.ones(3))\n"
+            "    def move(self, d):\n        self.mask.to(d)\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.register_buffer('mask', torch.ones(3))\n"
+            "    def move(self, d):\n        self.mask = self.mask.to(d)\n",
+        ),
+        Invalid("import torch\nfrom torch import nn\nw = nn.Parameter(torch.ones(2))\nw.double()\n",
+                "import torch\nfrom torch import nn\nw = nn.Parameter(torch.ones(2))\nw.data = w.data.double()\n",
+                unsafe=True),
+        Invalid("import torch\nbatch = {'x': torch.ones(2)}\nbatch['x'].float()\n",
+                "import torch\nbatch = {'x': torch.ones(2)}\nbatch['x'] = batch['x'].float()\n"),
+        Invalid("import torch\nfrom torch import nn\nnn.Parameter(torch.ones(2)).to('cpu')\n"),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.pending: list = []
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+            return
+        if call.func.attr.value not in CONVERSIONS:
+            return
+        recv = call.func.value
+        if self.facts.qualname(recv) is not None:  # `torch.float` & co are not values
+            return
+        self.pending.append((node, call, recv, self.t.scope, self.t.cls))
+
+    def finish(self) -> None:
+        for node, call, recv, scope, cls in self.pending:
+            kind = self.facts.kind_of(recv, scope, cls)
+            if kind not in (TENSOR, PARAM):
+                continue
+            meth = call.func.attr.value
+            text = self.ctx.module.code_for_node(recv)
+            msg = (f"result of `{text}.{meth}(...)` is discarded: tensor conversions return a new "
+                   f"tensor, so `{text}` is unchanged")
+            fix = None
+            if isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
+                if kind == PARAM:
+                    data = cst.Attribute(recv, cst.Name("data"))
+                    new = cst.Assign([cst.AssignTarget(data)],
+                                     call.with_changes(func=call.func.with_changes(value=data)))
+                    fix = unsafe("move the Parameter's data in place", {node: new})
+                else:
+                    new = cst.Assign([cst.AssignTarget(recv)], call)
+                    fix = safe(f"assign the result back to `{text}`", {node: new})
+            self.report(node, msg, fix)

@@ -1,0 +1,285 @@
+from __future__ import annotations
+
+import re
+import libcst as cst
+
+from devlint.diagnostic import Applicability
+from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
+from devlint.fixes import choose_device, guarded_literal, torch_ref
+from devlint.rule import Invalid, Rule
+
+LEGACY_TYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+_NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
+
+
+class HardcodedCuda(Rule):
+    """
+    ## What it does
+    Flags code that hard-codes the CUDA device where no availability check guards it:
+    `.cuda()`, `.cuda(i)`, `torch.device("cuda")`, `"cuda"`/`"cuda:N"` passed or
+    assigned as a device, `device=0` / `.to(0)`, legacy `torch.cuda.FloatTensor` & co,
+    and `torch.set_default_tensor_type("torch.cuda...")`.
+
+    ## Why is this bad?
+    The script crashes on any machine without a CUDA GPU (`Torch not compiled with
+    CUDA enabled`, `Found no NVIDIA driver`): a laptop, a CPU CI runner, an Apple
+    machine. Routing every placement through one device variable chosen once keeps
+    the GPU where there is one and runs everywhere else.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    x = torch.randn(8, 4, device="cuda")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    x = torch.randn(8, 4, device=device)
+    ```
+
+    ## Fix safety
+    Safe: on a CUDA machine the program places everything where it did before, and on
+    a CPU-only machine it now runs. The device variable is reused when the file has
+    one, otherwise inserted once after the imports (never shadowing a name); inside
+    `nn.Module` methods the input tensor's device is preferred. When the hard-coded
+    value *is* the file's device definition (`device = torch.device("cuda:0")`, an
+    argparse `default="cuda"`) it is guarded in place. `.cuda(i)` with an index and
+    files using DataParallel/DDP/NCCL are multi-GPU by design: their fixes are
+    unsafe. `set_default_tensor_type` and legacy types used as values are reported
+    without a fix.
+    """
+
+    code = "DL002"
+    name = "hardcoded-cuda"
+    summary = "hard-coded CUDA device outside an availability guard"
+    prefilter = re.compile(rb"cuda|\.to\(\s*\d|device\s*=\s*\d")
+
+    VALID = [
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+        "import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n",
+        "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.ones(2).cuda()\n",
+        "import torch\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n",
+        "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nprint('using cuda')\n",
+        "import torch\nx = torch.ones(2)\ny = x.cuda() if x.is_cuda else x\n",
+        "import torch\ndef f(x, device):\n    if device.type == 'cuda':\n        torch.ones(1, device='cuda')\n",
+        "import torch\nwith torch.autocast('cuda'):\n    pass\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(2).cuda()\n",
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "x = torch.ones(2).to(device)\n",
+        ),
+        Invalid(
+            "import torch\ndevice = torch.device('cuda:0')\nx = torch.ones(2, device=device)\n",
+            "import torch\ndevice = torch.device('cuda:0' if torch.cuda.is_available() else \"cpu\")\n"
+            "x = torch.ones(2, device=device)\n",
+        ),
+        Invalid(
+            "import torch as T\ndev = T.device('cuda' if T.cuda.is_available() else 'cpu')\n"
+            "x = T.zeros(3, device='cuda')\n",
+            "import torch as T\ndev = T.device('cuda' if T.cuda.is_available() else 'cpu')\n"
+            "x = T.zeros(3, device=dev)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return x + torch.ones(1).cuda()\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return x + torch.ones(1).to(x.device)\n",
+        ),
+        Invalid(
+            "import torch\ndevice = 1\nx = torch.cuda.FloatTensor(2, 3)\n",
+            "import torch\n\ntorch_device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "device = 1\nx = torch.empty(2, 3, dtype=torch.float32, device=torch_device)\n",
+        ),
+        Invalid(
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n",
+            "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else \"cpu\")\n",
+        ),
+        Invalid("import torch\nx = torch.ones(2).cuda(1)\n",
+                "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+                "x = torch.ones(2).to(device)\n", unsafe=True),
+        Invalid("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n"),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._called: set = set()
+        self._handled: set = set()
+
+    # ---- helpers --------------------------------------------------------------------
+    def _applicability(self, forced_unsafe: bool = False) -> Applicability:
+        if forced_unsafe or self.facts.multi_gpu:
+            return Applicability.UNSAFE
+        return Applicability.SAFE
+
+    def _replace_with_device(self, node, target, msg: str, avoid=(), unsafe: bool = False) -> None:
+        choice = choose_device(self.ctx, avoid=avoid)
+        fix = choice.fix(self._applicability(unsafe), "use the guarded device", {target: choice.expr})
+        self.report(node, msg, fix)
+
+    def _guard_in_place(self, node: cst.BaseExpression, msg: str) -> None:
+        _, needs_torch = torch_ref(self.facts)
+        from devlint.diagnostic import Fix
+
+        fix = Fix(self._applicability(), "fall back to the CPU when CUDA is unavailable",
+                  {node: guarded_literal(self.facts, node)}, needs_torch_import=needs_torch)
+        self.report(node, msg, fix)
+
+    def _is_definition_value(self, call_or_str: cst.CSTNode) -> bool:
+        stmt = self.t.statement
+        if stmt is None:
+            return False
+        for dv in self.facts.device_vars:
+            if dv.node is stmt and not dv.guarded:
+                for small in stmt.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is call_or_str:
+                        return True
+        return False
+
+    # ---- visitors -------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.t.guarded:
+            return
+        func = node.func
+        q = self.facts.qualname(func)
+        if q is not None:
+            self._torch_call(node, q)
+            return
+        if isinstance(func, cst.Attribute):
+            meth = func.attr.value
+            if meth == "cuda":
+                self._dot_cuda(node, func)
+                return
+            if meth == "to":
+                a = call_arg(node, 0, None)
+                if a is not None and (is_cuda_string(a.value) or isinstance(a.value, cst.Integer)):
+                    self._handled.add(a.value)
+                    self._replace_with_device(a.value, a.value,
+                                              f"`.to({self.ctx.module.code_for_node(a.value)})` hard-codes "
+                                              "the CUDA device", avoid={root_name(func.value)})
+                    return
+            if meth == "add_argument":
+                self._argparse_default(node)
+        self._device_kwarg(node, func)
+
+    def _torch_call(self, node: cst.Call, q: str) -> None:
+        last = q.rsplit(".", 1)[-1]
+        if q == "torch.device":
+            if node.args and is_cuda_string(node.args[0].value):
+                lit = node.args[0].value
+                self._handled.add(lit)
+                if self._is_definition_value(node):
+                    if len(node.args) == 1:
+                        self._guard_in_place(lit, f"`{self.ctx.module.code_for_node(node)}` hard-codes "
+                                                  "the CUDA device")
+                    else:
+                        self.report(node, "`torch.device('cuda', i)` hard-codes a CUDA device index")
+                    return
+                self._replace_with_device(node, node, f"`{self.ctx.module.code_for_node(node)}` hard-codes "
+                                          "the CUDA device", unsafe=len(node.args) > 1)
+            return
+        if q.startswith("torch.cuda.") and last in LEGACY_TYPES:
+            self._called.add(node.func)
+            self._legacy_type(node, last)
+            return
+        if q == "torch.set_default_tensor_type":
+            a = node.args[0].value if node.args else None
+            if a is not None and ("torch.cuda." in (string_value(a) or "")
+                                  or (self.facts.qualname(a) or "").startswith("torch.cuda.")):
+                if a is not None and not isinstance(a, cst.SimpleString):
+                    self._called.add(a)
+                self.report(node, "`set_default_tensor_type` with a CUDA type makes every new tensor "
+                                  "CUDA-only; use `torch.set_default_device(device)` behind a guard")
+            return
+        if last in _NOT_DEVICE_CALLS:
+            return
+        self._device_kwarg(node, node.func)
+
+    def _dot_cuda(self, node: cst.Call, func: cst.Attribute) -> None:
+        positional = [a for a in node.args if a.keyword is None]
+        index_kw = call_arg(node, None, "device")
+        indexed = bool(positional) or index_kw is not None
+        choice = choose_device(self.ctx, avoid={root_name(func.value)})
+        kwargs = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+        args = [cst.Arg(choice.expr), *kwargs]
+        if kwargs:
+            args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+        what = "`.cuda(i)` pins a CUDA device index" if indexed else "`.cuda()` hard-codes the CUDA device"
+        fix = choice.fix(self._applicability(indexed),
+                         "use `.to(device)`" + (" (drops the device index)" if indexed else ""), {node: new})
+        self.report(node, what, fix)
+
+    def _device_kwarg(self, node: cst.Call, func) -> None:
+        for kw in ("device", "map_location"):
+            a = call_arg(node, None, kw)
+            if a is None or a.value in self._handled:
+                continue
+            v = a.value
+            if is_cuda_string(v) or (kw == "device" and isinstance(v, cst.Integer)):
+                self._handled.add(v)
+                self._replace_with_device(v, v, f"`{kw}={self.ctx.module.code_for_node(v)}` hard-codes the "
+                                          "CUDA device", avoid={root_name(func)} if func is not None else ())
+
+    def _argparse_default(self, node: cst.Call) -> None:
+        names = [string_value(a.value) or "" for a in node.args if a.keyword is None]
+        a = call_arg(node, None, "default")
+        if a is not None and is_cuda_string(a.value) and any("device" in n or "cuda" in n for n in names):
+            self._handled.add(a.value)
+            self._guard_in_place(a.value, "argparse default hard-codes the CUDA device")
+
+    def _legacy_type(self, node: cst.Call, last: str) -> None:
+        msg = f"`torch.cuda.{last}(...)` creates a CUDA-only tensor"
+        dtype = LEGACY_TYPES[last]
+        args = [a for a in node.args]
+        t, _ = torch_ref(self.facts)
+        factory = None
+        if args and all(a.keyword is None and isinstance(a.value, cst.Integer) for a in args):
+            factory = "empty"
+        elif len(args) == 1 and args[0].keyword is None and isinstance(args[0].value, (cst.List, cst.Tuple)):
+            factory = "tensor"
+        if factory is None:
+            self.report(node, msg)
+            return
+        choice = choose_device(self.ctx)
+        new_args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args]
+        new_args.append(cst.Arg(cst.parse_expression(f"{t}.{dtype}"), keyword=cst.Name("dtype"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+        new_args.append(cst.Arg(choice.expr, keyword=cst.Name("device"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        new = cst.Call(func=cst.parse_expression(f"{t}.{factory}"), args=new_args)
+        self.report(node, msg, choice.fix(self._applicability(), f"use `{t}.{factory}(..., device=...)`",
+                                          {node: new}))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.t.guarded or node in self._called:
+            return
+        q = self.facts.qualname(node)
+        if q is not None and q.startswith("torch.cuda.") and q.rsplit(".", 1)[-1] in LEGACY_TYPES:
+            self.report(node, f"`{q}` is a CUDA-only tensor type; use a dtype and `device=`")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.t.guarded or not is_cuda_string(node.value):
+            return
+        for t in node.targets:
+            d = dotted(t.target)
+            if d is not None and "device" in d.rsplit(".", 1)[-1].lower():
+                self._handled.add(node.value)
+                self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device")
+                return
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if self.t.guarded or node.default is None or not is_cuda_string(node.default):
+            return
+        if "device" in node.name.value.lower():
+            self._guard_in_place(node.default, f"parameter `{node.name.value}` defaults to the CUDA device")
