@@ -73,7 +73,7 @@ class HardcodedCuda(Rule):
     INVALID = [
         Invalid(
             "import torch\nx = torch.ones(2).cuda()\n",
-            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
             "x = torch.ones(2).to(device)\n",
         ),
         Invalid(
@@ -95,7 +95,7 @@ class HardcodedCuda(Rule):
         ),
         Invalid(
             "import torch\ndevice = 1\nx = torch.cuda.FloatTensor(2, 3)\n",
-            "import torch\n\ntorch_device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "import torch\n\ntorch_device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
             "device = 1\nx = torch.empty(2, 3, dtype=torch.float32, device=torch_device)\n",
         ),
         Invalid(
@@ -104,7 +104,7 @@ class HardcodedCuda(Rule):
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else \"cpu\")\n",
         ),
         Invalid("import torch\nx = torch.ones(2).cuda(1)\n",
-                "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+                "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
                 "x = torch.ones(2).to(device)\n", unsafe=True),
         Invalid("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n"),
     ]

@@ -1,0 +1,51 @@
+"""Runs a fixture program for real, the way a user would, and reports where its values live.
+
+    python tests/fixture_runner.py PROGRAM [--devices OUT.json] [--names a,b]
+
+The program runs as ``__main__``. Afterwards the named globals (tensors, modules,
+lists/dicts of tensors) are written to OUT.json as ``{name: device}``; for a Module,
+the devices of its parameters and buffers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+
+
+def _device_of(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return str(value.device)
+    if isinstance(value, torch.nn.Module):
+        devs = {str(t.device) for t in (*value.parameters(), *value.buffers())}
+        return sorted(devs)[0] if len(devs) == 1 else sorted(devs)
+    if isinstance(value, (list, tuple)):
+        return [_device_of(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _device_of(v) for k, v in value.items()}
+    return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("program")
+    ap.add_argument("--devices")
+    ap.add_argument("--names", default="")
+    ns = ap.parse_args()
+    prog = os.path.abspath(ns.program)
+    sys.argv = [prog]
+    sys.path.insert(0, os.path.dirname(prog))
+    g = runpy.run_path(prog, run_name="__main__")
+    if ns.devices:
+        names = [n for n in ns.names.split(",") if n]
+        with open(ns.devices, "w") as fh:
+            json.dump({n: _device_of(g.get(n)) for n in names}, fh)
+
+
+if __name__ == "__main__":
+    main()
