@@ -97,3 +97,57 @@ def test_after_places_values_on_cuda(case):
         dev = devices.get(name)
         flat = str(dev)
         assert "cuda" in flat and "cpu" not in flat, f"{name} is on {dev}"
+
+
+# ---- the CUDA half (runs where a GPU is present: scripts/verify_cuda.sh) ----------------------
+
+RTOL, ATOL = 1e-3, 1e-4  # CUDA kernels (TF32, reduction order) differ from CPU in the last digits
+_NUM = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+")
+
+
+def outputs_match(cpu: str, gpu: str) -> bool:
+    """Same text once numbers are compared with RTOL/ATOL."""
+    if _NUM.sub("#", cpu) != _NUM.sub("#", gpu):
+        return False
+    for a, b in zip(_NUM.findall(cpu), _NUM.findall(gpu)):
+        x, y = float(a), float(b)
+        if abs(x - y) > ATOL + RTOL * abs(x):
+            return False
+    return True
+
+
+def test_outputs_match_tolerance():
+    assert outputs_match("loss 0.12345\n", "loss 0.12349\n")
+    assert not outputs_match("loss 0.1234\n", "loss 0.2234\n")
+    assert not outputs_match("loss 0.1\n", "acc 0.1\n")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_after_on_cuda_prints_the_cpu_result(case):
+    if not _cuda_available():
+        pytest.skip("CUDA is not available on this machine (the CPU half of the harness still ran)")
+    if case.extra.get("cuda_output") == "differs":
+        pytest.skip(f"{case.id}: output differs on CUDA by design: {case.extra.get('cuda_reason', '')}")
+    cpu, _ = run_program(case.after_path)
+    gpu, _ = run_program(case.after_path, cuda=True)
+    assert gpu.returncode == 0, gpu.stderr[-2000:]
+    assert outputs_match(cpu.stdout, gpu.stdout), (cpu.stdout, gpu.stdout)
+
+
+CUDA_BUGS = [c for c in CASES if c.extra.get("cuda_before")]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", CUDA_BUGS, ids=[c.id for c in CUDA_BUGS])
+def test_before_misbehaves_on_cuda_as_documented(case):
+    """e.g. DL001: the tensor is left on the CPU and the next op raises a device mismatch."""
+    if not _cuda_available():
+        pytest.skip("CUDA is not available on this machine")
+    proc, _ = run_program(case.before_path, cuda=True)
+    if case.extra["cuda_before"] == "crash":
+        assert proc.returncode != 0
+        assert re.search(case.extra.get("cuda_crash", ""), proc.stderr), proc.stderr[-2000:]
+    else:  # "differs": runs, but prints something other than the fixed program
+        fixed, _ = run_program(case.after_path, cuda=True)
+        assert proc.returncode == 0 and proc.stdout != fixed.stdout
