@@ -71,3 +71,12 @@ def without_keyword(call: cst.Call, name: str) -> cst.Call:
         # the removed argument was last: the new last one takes its trailing comma (or none)
         args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
     return call.with_changes(args=args)
+
+
+def factory_takes_device(name: str, call: cst.Call) -> bool:
+    """Whether ``torch.<name>(...)`` has an overload that takes ``device=`` here."""
+    if name == "normal":  # normal(mean_tensor, std_tensor) follows its inputs' device
+        return positional_count(call) >= 3 or keyword(call, "size") is not None
+    if name == "as_tensor":
+        return positional_count(call) <= 1
+    return True

@@ -4,8 +4,7 @@ import re
 
 import libcst as cst
 
-from devlint.callargs import has_double_star, keyword, positional_count, with_keyword
-from devlint.diagnostic import Applicability
+from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -15,15 +14,6 @@ _PLACED_BY = frozenset({"to", "cuda", "cpu", "type_as", "tolist", "item", "numpy
 # attributes that only a tensor (among the values a forward receives) has
 _TENSOR_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "T", "grad", "requires_grad"})
 _SCALAR_CALLS = frozenset({"float", "int", "len", "bool", "round", "abs", "min", "max", "sum"})
-
-
-def factory_ok_for_device(name: str, call: cst.Call) -> bool:
-    """Whether ``torch.<name>(...)`` has an overload that takes ``device=`` here."""
-    if name == "normal":  # normal(mean_tensor, std_tensor) follows its inputs' device
-        return positional_count(call) >= 3 or keyword(call, "size") is not None
-    if name == "as_tensor":
-        return positional_count(call) <= 1
-    return True
 
 
 def _is_python_scalar(node: cst.BaseExpression) -> bool:
@@ -229,7 +219,7 @@ class FactoryWithoutDevice(Rule):
             return
         if keyword(node, "device") is not None or has_double_star(node) or keyword(node, "out") is not None:
             return
-        if not factory_ok_for_device(factory, node):
+        if not factory_takes_device(factory, node):
             return
         if factory == "tensor" and node.args and _is_python_scalar(node.args[0].value):
             return

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 import libcst as cst
 
-from devlint.callargs import has_double_star, keyword, positional_count, with_keyword
+from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import DEVICE_LESS_FACTORIES, dotted, string_value
 from devlint.fixes import choose_device
@@ -134,6 +134,8 @@ class HostAllocThenMove(Rule):
             return
         factory = q.rsplit(".", 1)[-1]
         if factory not in FACTORIES or keyword(inner, "device") is not None or has_double_star(inner):
+            return
+        if not factory_takes_device(factory, inner):
             return
         if keyword(inner, "pin_memory") is not None or keyword(inner, "out") is not None:
             return  # a deliberate pinned staging buffer / a preallocated output
