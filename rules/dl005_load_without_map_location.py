@@ -119,7 +119,7 @@ class LoadWithoutMapLocation(Rule):
             return
         q = self.facts.qualname(func)
         loader = LOADERS.get(q or "")
-        if loader is None or self.t.guarded or has_star(node):
+        if loader is None or self.t.guarded or has_star(node) or not node.args:
             return
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:
             return
