@@ -6,6 +6,7 @@ import libcst as cst
 
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
+from devlint.facts import call_arg, dotted
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -19,7 +20,9 @@ class LoadWithoutMapLocation(Rule):
     (neither the keyword nor the positional second argument). `weights_only=True` does
     not count: it says *what* may be unpickled, not *where* tensors go. Calls that
     forward `*args` / `**kwargs` (which may carry `map_location`), calls dominated by a
-    CUDA availability check, and other loaders (`torch.hub.load`,
+    CUDA availability check, a load of the file or buffer the same function just wrote
+    with `torch.save` / `torch.jit.save` / `m.save` (a round trip in one process: the
+    saved devices exist), and other loaders (`torch.hub.load`,
     `load_state_dict_from_url`) are not flagged.
 
     ## Why is this bad?
@@ -68,6 +71,10 @@ class LoadWithoutMapLocation(Rule):
         "import torch\nif torch.cuda.is_available():\n    state = torch.load('gpu.pt')\n",
         "import pickle\nobj = pickle.load(open('x.pkl', 'rb'))\n",
         "import torch\nloader = torch.load\n",
+        "import io\nimport torch\ndef rt(m):\n    buf = io.BytesIO()\n    torch.save(m, buf)\n"
+        "    buf.seek(0)\n    return torch.load(buf)\n",
+        "import tempfile\nimport torch\nwith tempfile.NamedTemporaryFile() as tmp:\n"
+        "    torch.save({}, tmp.name)\n    x = torch.load(tmp.name)\n",
     ]
     INVALID = [
         Invalid(
@@ -109,17 +116,47 @@ class LoadWithoutMapLocation(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._into_state_dict: set = set()
+        self._saved: set = set()  # (function, dotted file) written by torch.save / jit.save / m.save
+
+    def _note_save(self, node: cst.Call, q) -> bool:
+        func = node.func
+        target = None
+        if q in ("torch.save", "torch.jit.save", "torch.serialization.save"):
+            a = call_arg(node, 1, "f")
+            target = a.value if a is not None else None
+        elif q is None and isinstance(func, cst.Attribute) and func.attr.value == "save":
+            a = call_arg(node, 0, "f")
+            target = a.value if a is not None else None
+        d = dotted(target) if target is not None else None
+        if d is None:
+            return False
+        self._saved.add((self.t.function, d))
+        if d.endswith(".name"):
+            self._saved.add((self.t.function, d[: -len(".name")]))
+        return True
+
+    def _round_trip(self, node: cst.Call) -> bool:
+        """Loading what this function itself just saved: the tensors' devices exist here."""
+        d = dotted(node.args[0].value)
+        if d is None:
+            return False
+        fn = self.t.function
+        return (fn, d) in self._saved or (d.endswith(".name") and (fn, d[: -len(".name")]) in self._saved)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        q = self.facts.qualname(func)
+        if self._note_save(node, q):
+            return
         if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
             for a in node.args:
                 if isinstance(a.value, cst.Call) and a.keyword is None:
                     self._into_state_dict.add(a.value)
             return
-        q = self.facts.qualname(func)
         loader = LOADERS.get(q or "")
         if loader is None or self.t.guarded or has_star(node) or not node.args:
+            return
+        if self._round_trip(node):
             return
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:
             return

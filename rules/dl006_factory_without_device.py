@@ -52,7 +52,8 @@ class FactoryWithoutDevice(Rule):
     methods (`reset_parameters`, `extra_repr`, one-off helpers) are not per call.
 
     Not flagged: `*_like(x)` and `x.new_*(...)` (they inherit the device), factories
-    given `device=` (or `**kwargs`), a factory whose result is immediately placed or
+    given `device=` (or `**kwargs`, or a `generator=`, which fixes the device the numbers
+    are drawn on), parameter defaults (evaluated once), a factory whose result is immediately placed or
     read on the host (`.to(...)`, `.cuda()`, `.cpu()`, `.type_as(x)`, `.tolist()`,
     `.item()`: DL007 handles the moves), a factory used directly as an index
     (`x[torch.arange(n)]`: CUDA tensors accept CPU index tensors), and
@@ -119,6 +120,10 @@ class FactoryWithoutDevice(Rule):
         "import torch\nclass NotAModule:\n    def forward(self, x):\n        return x + torch.ones(3)\n",
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, **kw):\n        return x + torch.ones(3, **kw)\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, y=torch.zeros(3)):\n        return x + y\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, g):\n        return x + torch.rand(3, generator=g)\n",
     ]
     INVALID = [
         Invalid(
@@ -164,6 +169,19 @@ class FactoryWithoutDevice(Rule):
         self._exempt: set = set()  # factory calls whose placement is handled by their parent
         self._attr_use: dict = {}  # method -> names used as `name.shape` & co
         self._pending: list = []
+        self._not_body = 0  # inside parameter defaults / decorators: evaluated once, at def time
+
+    def visit_Parameters(self, node: cst.Parameters) -> None:
+        self._not_body += 1
+
+    def leave_Parameters(self, original_node: cst.Parameters) -> None:
+        self._not_body -= 1
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        self._not_body += 1
+
+    def leave_Decorator(self, original_node: cst.Decorator) -> None:
+        self._not_body -= 1
 
     # ---- which methods run per call ---------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -209,7 +227,7 @@ class FactoryWithoutDevice(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in _PLACED_BY and isinstance(func.value, cst.Call):
             self._exempt.add(func.value)
         method, cls = self.t.method, self.t.cls
-        if method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
+        if self._not_body or method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
             return
         q = self.facts.qualname(func)
         if q is None or not q.startswith("torch.") or q.count(".") != 1:
@@ -217,7 +235,7 @@ class FactoryWithoutDevice(Rule):
         factory = q[len("torch."):]
         if factory not in DEVICE_LESS_FACTORIES or node in self._exempt:
             return
-        if keyword(node, "device") is not None or has_double_star(node) or keyword(node, "out") is not None:
+        if has_double_star(node) or any(keyword(node, k) is not None for k in ("device", "out", "generator")):
             return
         if not factory_takes_device(factory, node):
             return

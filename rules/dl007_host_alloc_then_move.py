@@ -72,8 +72,8 @@ class HostAllocThenMove(Rule):
     is a non-leaf copy whose `.grad` stays `None`, while the folded form is a leaf
     that accumulates gradients. A `.to()` that also changes dtype or memory format,
     and `.cuda(i)` are reported without a fix; multi-GPU files get an unsafe fix. A
-    factory with `pin_memory=` (a deliberate pinned staging buffer), `out=` or
-    `**kwargs` is not flagged.
+    factory with `pin_memory=` (a deliberate pinned staging buffer), `out=`,
+    `generator=` (a CPU generator cannot draw on a GPU) or `**kwargs` is not flagged.
     """
 
     code = "DL007"
@@ -91,6 +91,7 @@ class HostAllocThenMove(Rule):
         "import torch\nx = torch.zeros_like(torch.ones(2)).to('cpu')\n",
         "import torch\nkw = {}\nx = torch.zeros(3, **kw).to('cpu')\n",
         "import torch\nx = torch.ones(3).float().to('cpu')\n",
+        "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g).to('cpu')\n",
     ]
     INVALID = [
         Invalid(
@@ -137,8 +138,8 @@ class HostAllocThenMove(Rule):
             return
         if not factory_takes_device(factory, inner):
             return
-        if keyword(inner, "pin_memory") is not None or keyword(inner, "out") is not None:
-            return  # a deliberate pinned staging buffer / a preallocated output
+        if any(keyword(inner, k) is not None for k in ("pin_memory", "out", "generator")):
+            return  # a pinned staging buffer / a preallocated output / numbers drawn by a host generator
         meth = func.attr.value
         if meth == "to":
             self._to(node, inner, factory)
