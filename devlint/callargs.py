@@ -1,0 +1,82 @@
+"""Editing a call's argument list as CST nodes, keeping the call's own formatting.
+
+Used by fixes that add a keyword (``map_location=``, ``device=``) to an existing call.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+_NO_SPACE = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+def has_star(call: cst.Call) -> bool:
+    """``f(*args)`` / ``f(**kwargs)``: the call may pass anything."""
+    return any(a.star for a in call.args)
+
+
+def has_double_star(call: cst.Call) -> bool:
+    return any(a.star == "**" for a in call.args)
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a
+    return None
+
+
+def positional_count(call: cst.Call) -> int:
+    return sum(1 for a in call.args if a.keyword is None and not a.star)
+
+
+def _equal_style(call: cst.Call) -> cst.AssignEqual:
+    """Match the call's existing ``kw=value`` spacing (``kw = value`` stays spaced)."""
+    for a in call.args:
+        if a.keyword is not None and isinstance(a.equal, cst.AssignEqual):
+            return a.equal
+    return _NO_SPACE
+
+
+def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with ``name=value`` appended (the call must not already pass ``name``).
+
+    A trailing comma and a one-argument-per-line layout are kept: the new argument
+    takes the separator the previous arguments use and the old last argument's comma.
+    """
+    new = cst.Arg(value=value, keyword=cst.Name(name), equal=_equal_style(call))
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        sep = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else \
+            cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=sep)
+        new = new.with_changes(comma=last.comma)
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(new)
+    return call.with_changes(args=args)
+
+
+def without_keyword(call: cst.Call, name: str) -> cst.Call:
+    """``call`` without its ``name=`` argument (the separators stay well-formed)."""
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
+    if len(args) == len(call.args):
+        return call
+    if args and len(call.args) and call.args[-1].keyword is not None and call.args[-1].keyword.value == name:
+        # the removed argument was last: the new last one takes its trailing comma (or none)
+        args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+    return call.with_changes(args=args)
+
+
+def factory_takes_device(name: str, call: cst.Call) -> bool:
+    """Whether ``torch.<name>(...)`` has an overload that takes ``device=`` here."""
+    if name == "normal":  # normal(mean_tensor, std_tensor) follows its inputs' device
+        return positional_count(call) >= 3 or keyword(call, "size") is not None
+    if name == "as_tensor":
+        return positional_count(call) <= 1
+    return True

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from devlint.callargs import has_star, keyword, positional_count, with_keyword
+from devlint.diagnostic import Applicability
+from devlint.facts import call_arg, dotted
+from devlint.fixes import choose_device
+from devlint.rule import Invalid, Rule, safe, unsafe
+
+LOADERS = {"torch.load": "torch.load", "torch.serialization.load": "torch.load", "torch.jit.load": "torch.jit.load"}
+
+
+class LoadWithoutMapLocation(Rule):
+    """
+    ## What it does
+    Flags `torch.load(...)` and `torch.jit.load(...)` calls that pass no `map_location`
+    (neither the keyword nor the positional second argument). `weights_only=True` does
+    not count: it says *what* may be unpickled, not *where* tensors go. Calls that
+    forward `*args` / `**kwargs` (which may carry `map_location`), calls dominated by a
+    CUDA availability check, a load of the file or buffer the same function just wrote
+    with `torch.save` / `torch.jit.save` / `m.save` (a round trip in one process: the
+    saved devices exist), and other loaders (`torch.hub.load`,
+    `load_state_dict_from_url`) are not flagged.
+
+    ## Why is this bad?
+    Without `map_location`, every tensor is restored to the device it was saved from.
+    A checkpoint written on a GPU machine then fails to load on a CPU-only machine
+    (`Attempting to deserialize object on a CUDA device but torch.cuda.is_available()
+    is False`), and one written on `cuda:1` lands on `cuda:1` on a single-GPU box.
+
+    ## Example
+    ```python
+    state = torch.load("model.pt")
+    model.load_state_dict(state)
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    state = torch.load("model.pt", map_location=device)
+    model.load_state_dict(state)
+    ```
+
+    ## Fix safety
+    The fix adds `map_location=<device>`: the enclosing function's own `map_location`
+    parameter when it has one (it was being ignored), else its `device` parameter, else
+    the file's guarded device variable (inserted after the imports when missing).
+    It is safe when the loaded object goes straight into `.load_state_dict(...)`:
+    `load_state_dict` copies into the module's existing tensors, so where the
+    checkpoint is materialised changes nothing but peak memory. Otherwise it is
+    unsafe: on a GPU machine a checkpoint saved from CPU tensors now loads onto the
+    GPU (code that calls `.numpy()` on it or pins it would break), and one saved on
+    `cuda:1` now loads on the chosen device.
+    """
+
+    code = "DL005"
+    name = "load-without-map-location"
+    summary = "`torch.load` / `torch.jit.load` without `map_location`"
+    prefilter = re.compile(rb"load")
+
+    VALID = [
+        "import torch\nstate = torch.load('m.pt', map_location='cpu')\n",
+        "import torch\nstate = torch.load('m.pt', 'cpu')\n",
+        "import torch\nm = torch.jit.load('m.pt', map_location=torch.device('cpu'))\n",
+        "import torch\ndef load(path, **kwargs):\n    return torch.load(path, **kwargs)\n",
+        "import torch\ndef load(*args):\n    return torch.load(*args)\n",
+        "import torch\nrepo = torch.hub.load('pytorch/vision', 'resnet18')\n",
+        "import torch\nif torch.cuda.is_available():\n    state = torch.load('gpu.pt')\n",
+        "import pickle\nobj = pickle.load(open('x.pkl', 'rb'))\n",
+        "import torch\nloader = torch.load\n",
+        "import io\nimport torch\ndef rt(m):\n    buf = io.BytesIO()\n    torch.save(m, buf)\n"
+        "    buf.seek(0)\n    return torch.load(buf)\n",
+        "import tempfile\nimport torch\nwith tempfile.NamedTemporaryFile() as tmp:\n"
+        "    torch.save({}, tmp.name)\n    x = torch.load(tmp.name)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
+            "model.load_state_dict(torch.load('m.pt'))\n",
+            "import torch\nfrom torch import nn\n\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "model = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('m.pt', map_location=device))\n",
+        ),
+        Invalid(
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "state = torch.load('m.pt', weights_only=True)\n",
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "state = torch.load('m.pt', weights_only=True, map_location=device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef restore(path, map_location=None):\n    return torch.load(path)\n",
+            "import torch\ndef restore(path, map_location=None):\n"
+            "    return torch.load(path, map_location=map_location)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from torch import jit\nm = jit.load('traced.pt')\n",
+            "from torch import jit\nimport torch\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "m = jit.load('traced.pt', map_location=device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(\n        path,\n        weights_only=True,\n    ))\n",
+            "import torch\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(\n        path,\n        weights_only=True,\n"
+            "        map_location=device,\n    ))\n",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._into_state_dict: set = set()
+        self._saved: set = set()  # (function, dotted file) written by torch.save / jit.save / m.save
+
+    def _note_save(self, node: cst.Call, q) -> bool:
+        func = node.func
+        target = None
+        if q in ("torch.save", "torch.jit.save", "torch.serialization.save"):
+            a = call_arg(node, 1, "f")
+            target = a.value if a is not None else None
+        elif q is None and isinstance(func, cst.Attribute) and func.attr.value == "save":
+            a = call_arg(node, 0, "f")
+            target = a.value if a is not None else None
+        d = dotted(target) if target is not None else None
+        if d is None:
+            return False
+        self._saved.add((self.t.function, d))
+        if d.endswith(".name"):
+            self._saved.add((self.t.function, d[: -len(".name")]))
+        return True
+
+    def _round_trip(self, node: cst.Call) -> bool:
+        """Loading what this function itself just saved: the tensors' devices exist here."""
+        d = dotted(node.args[0].value)
+        if d is None:
+            return False
+        fn = self.t.function
+        return (fn, d) in self._saved or (d.endswith(".name") and (fn, d[: -len(".name")]) in self._saved)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        q = self.facts.qualname(func)
+        if self._note_save(node, q):
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+            for a in node.args:
+                if isinstance(a.value, cst.Call) and a.keyword is None:
+                    self._into_state_dict.add(a.value)
+            return
+        loader = LOADERS.get(q or "")
+        if loader is None or self.t.guarded or has_star(node) or not node.args:
+            return
+        if self._round_trip(node):
+            return
+        if keyword(node, "map_location") is not None or positional_count(node) >= 2:
+            return
+        value, applicability = self._location(node)
+        msg = (f"`{loader}` without `map_location`: a checkpoint saved on a GPU cannot be loaded "
+               "on a CPU-only machine")
+        if value is not None:
+            fix_call = with_keyword(node, "map_location", value.expr if hasattr(value, "expr") else value)
+            text = self.ctx.module.code_for_node(fix_call.args[-1].value)
+            fmsg = f"pass `map_location={text}`"
+            if hasattr(value, "fix"):
+                fix = value.fix(applicability, fmsg, {node: fix_call})
+            else:
+                fix = (safe if applicability is Applicability.SAFE else unsafe)(fmsg, {node: fix_call})
+            self.report(node, msg, fix)
+
+    def _location(self, node: cst.Call):
+        """The expression to pass as ``map_location`` here, and how safe passing it is."""
+        applicability = Applicability.SAFE if node in self._into_state_dict else Applicability.UNSAFE
+        fn = self.t.function
+        if fn is not None:
+            p = fn.params
+            names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+            rebound = self.facts.rebound.get(fn, set())
+            for wanted in ("map_location", "device"):
+                if wanted in names and wanted not in rebound:
+                    return cst.Name(wanted), applicability
+        return choose_device(self.ctx, prefer_input=False), applicability

@@ -1,0 +1,289 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
+from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
+from devlint.rule import Invalid, Rule, safe, unsafe
+
+RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
+# a method called on the fresh factory result that shows where it is meant to live
+_PLACED_BY = frozenset({"to", "cuda", "cpu", "type_as", "tolist", "item", "numpy", "pin_memory"})
+# attributes that only a tensor (among the values a forward receives) has
+_TENSOR_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "T", "grad", "requires_grad"})
+_SCALAR_CALLS = frozenset({"float", "int", "len", "bool", "round", "abs", "min", "max", "sum"})
+
+
+def _is_python_scalar(node: cst.BaseExpression) -> bool:
+    """A number, or an expression built only from sizes and Python numbers."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _is_python_scalar(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _is_python_scalar(node.left) and _is_python_scalar(node.right)
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False")
+    if isinstance(node, cst.Call):
+        f = node.func
+        if isinstance(f, cst.Name) and f.value in _SCALAR_CALLS:
+            return True
+        if isinstance(f, cst.Attribute) and f.attr.value in ("size", "item", "dim", "numel"):
+            return True
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "math":
+            return True
+        return False
+    if isinstance(node, cst.Subscript):  # x.shape[0]
+        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape"
+    if isinstance(node, cst.Attribute):  # math.pi
+        return isinstance(node.value, cst.Name) and node.value.value == "math"
+    return False
+
+
+class FactoryWithoutDevice(Rule):
+    """
+    ## What it does
+    Flags tensor factories (`torch.zeros`, `ones`, `empty`, `full`, `arange`, `eye`,
+    `linspace`, `rand*`, `tensor`, ...) called without `device=` inside the methods of
+    an `nn.Module` that run on every call: `forward` and the methods `forward`
+    (transitively) calls through `self`. `__init__` is DL009's business, and other
+    methods (`reset_parameters`, `extra_repr`, one-off helpers) are not per call.
+
+    Not flagged: `*_like(x)` and `x.new_*(...)` (they inherit the device), factories
+    given `device=` (or `**kwargs`, or a `generator=`, which fixes the device the numbers
+    are drawn on), parameter defaults (evaluated once), a factory whose result is immediately placed or
+    read on the host (`.to(...)`, `.cuda()`, `.cpu()`, `.type_as(x)`, `.tolist()`,
+    `.item()`: DL007 handles the moves), a factory used directly as an index
+    (`x[torch.arange(n)]`: CUDA tensors accept CPU index tensors), and
+    `torch.tensor(<python scalar>)` (a 0-dim CPU tensor mixes with CUDA tensors in
+    arithmetic, so it is not a device bug).
+
+    ## Why is this bad?
+    The factory creates the tensor on the CPU (or the default device) on every call,
+    whatever device the module lives on. Once the model is moved to a GPU, `forward`
+    combines a CUDA input with a CPU tensor and fails with `Expected all tensors to be
+    on the same device`, or, where the op allows it, silently copies every call.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def forward(self, x):
+            mask = torch.ones(x.size(0), 4)
+            return self.fc(x) * mask
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def forward(self, x):
+            mask = torch.ones(x.size(0), 4, device=x.device)
+            return self.fc(x) * mask
+    ```
+
+    ## Fix safety
+    The fix adds `device=<arg>.device` for the method's first argument that the file
+    shows to be a tensor (annotation, tensor-only use such as `.size()` / `.shape` /
+    `.view()`; `forward`'s first argument must show it too). It is safe when that
+    argument is never rebound in the method and the factory is deterministic: on the
+    CPU nothing changes, and on a GPU the tensor is created where the input is.
+    It is unsafe when the argument is rebound before the factory could run (the
+    device is read from the new value), for random factories (a GPU draws different
+    numbers than the CPU did), and when no tensor argument exists and the fix falls
+    back to `next(self.parameters()).device` (raises `StopIteration` for a module
+    without parameters). With no tensor argument and no parameter evidence the
+    finding has no fix.
+    """
+
+    code = "DL006"
+    name = "factory-without-device"
+    summary = "tensor factory without `device=` in a per-call `nn.Module` method"
+    prefilter = re.compile(rb"def forward")
+
+    VALID = [
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = torch.zeros(3)\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x + torch.zeros(3, device=x.device)\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x + torch.zeros_like(x) + x.new_ones(3)\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x * torch.tensor(2.0) + torch.tensor(x.size(0))\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x + torch.ones(3).to(x.device)\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x[torch.arange(2)]\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n"
+        "    @torch.no_grad()\n    def reset(self):\n        self.table = torch.zeros(4)\n",
+        "import torch\nclass NotAModule:\n    def forward(self, x):\n        return x + torch.ones(3)\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, **kw):\n        return x + torch.ones(3, **kw)\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, y=torch.zeros(3)):\n        return x + y\n",
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, g):\n        return x + torch.rand(3, generator=g)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return x + torch.ones(x.size(0), 3)\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return x + torch.ones(x.size(0), 3, device=x.device)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return self.mask(x)\n"
+            "    def mask(self, h: torch.Tensor):\n        return h * torch.tril(torch.ones(4, 4, dtype=h.dtype))\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return self.mask(x)\n"
+            "    def mask(self, h: torch.Tensor):\n"
+            "        return h * torch.tril(torch.ones(4, 4, dtype=h.dtype, device=h.device))\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return x.view(-1) + torch.randn(4)\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return x.view(-1) + torch.randn(4, device=x.device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
+            "    def forward(self, n):\n        return self.fc(torch.ones(n, 2))\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
+            "    def forward(self, n):\n        return self.fc(torch.ones(n, 2, device=next(self.parameters()).device))\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, batch):\n        return torch.arange(len(batch))\n",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._per_call: dict = {}  # ClassDef -> set of per-call method names
+        self._exempt: set = set()  # factory calls whose placement is handled by their parent
+        self._attr_use: dict = {}  # method -> names used as `name.shape` & co
+        self._pending: list = []
+        self._not_body = 0  # inside parameter defaults / decorators: evaluated once, at def time
+
+    def visit_Parameters(self, node: cst.Parameters) -> None:
+        self._not_body += 1
+
+    def leave_Parameters(self, original_node: cst.Parameters) -> None:
+        self._not_body -= 1
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        self._not_body += 1
+
+    def leave_Decorator(self, original_node: cst.Decorator) -> None:
+        self._not_body -= 1
+
+    # ---- which methods run per call ---------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not self.facts.class_nodes.get(node, False):
+            return
+        methods = {}
+        for stmt in node.body.body:
+            if isinstance(stmt, cst.FunctionDef):
+                methods[stmt.name.value] = stmt
+        if "forward" not in methods:
+            return
+        calls: dict = {}
+        for name, fn in methods.items():
+            called = set()
+            for c in iter_calls(fn.body):
+                f = c.func
+                if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)
+                        and f.value.value == "self" and f.attr.value in methods):
+                    called.add(f.attr.value)
+            calls[name] = called
+        seen, todo = set(), ["forward"]
+        while todo:
+            m = todo.pop()
+            if m in seen:
+                continue
+            seen.add(m)
+            todo.extend(calls.get(m, ()))
+        seen.discard("__init__")
+        self._per_call[node] = seen
+
+    # ---- context marks --------------------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        m = self.t.method
+        if m is not None and isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_ATTRS:
+            self._attr_use.setdefault(m, set()).add(node.value.value)
+
+    def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+        if isinstance(node.slice, cst.Index) and isinstance(node.slice.value, cst.Call):
+            self._exempt.add(node.slice.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _PLACED_BY and isinstance(func.value, cst.Call):
+            self._exempt.add(func.value)
+        method, cls = self.t.method, self.t.cls
+        if self._not_body or method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
+            return
+        q = self.facts.qualname(func)
+        if q is None or not q.startswith("torch.") or q.count(".") != 1:
+            return
+        factory = q[len("torch."):]
+        if factory not in DEVICE_LESS_FACTORIES or node in self._exempt:
+            return
+        if has_double_star(node) or any(keyword(node, k) is not None for k in ("device", "out", "generator")):
+            return
+        if not factory_takes_device(factory, node):
+            return
+        if factory == "tensor" and node.args and _is_python_scalar(node.args[0].value):
+            return
+        self._pending.append((node, factory, method, cls))
+
+    # ---- decisions ----------------------------------------------------------------------
+    def finish(self) -> None:
+        for node, factory, method, cls in self._pending:
+            if node in self._exempt:  # marked by an enclosing subscript visited earlier
+                continue
+            msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
+                   "tensor on every call, whatever device the module is on")
+            self.report(node, msg, self._fix(node, factory, method, cls))
+
+    def _tensor_arg(self, method: cst.FunctionDef, cls):
+        p = method.params
+        params = [x for x in (*p.posonly_params, *p.params, *p.kwonly_params) if x.name.value not in ("self", "cls")]
+        attr_use = self._attr_use.get(method, set())
+        for prm in params:
+            name = prm.name.value
+            kind = self.facts.kind_of(cst.Name(name), method, cls)
+            if kind in (TENSOR, PARAM) or (kind is None and name in attr_use):
+                return name
+        return None
+
+    def _has_parameters(self, cls) -> bool:
+        for (scope, key), kinds in self.facts.evidence.items():
+            if scope is cls and key.startswith("self.") and kinds & {PARAM, MODULE}:
+                return True
+        return False
+
+    def _fix(self, node: cst.Call, factory: str, method: cst.FunctionDef, cls):
+        reasons = []
+        arg = self._tensor_arg(method, cls)
+        if arg is not None:
+            device = cst.Attribute(cst.Name(arg), cst.Name("device"))
+            if arg in self.facts.rebound.get(method, ()):
+                reasons.append(f"`{arg}` is rebound in the method")
+        elif self._has_parameters(cls):
+            device = cst.parse_expression("next(self.parameters()).device")
+            reasons.append("assumes the module has parameters")
+        else:
+            return None
+        if factory in RANDOM:
+            reasons.append("a GPU draws different random numbers")
+        new = with_keyword(node, "device", device)
+        text = self.ctx.module.code_for_node(device)
+        message = f"pass `device={text}`" + (f" ({'; '.join(reasons)})" if reasons else "")
+        return (unsafe if reasons else safe)(message, {node: new})

@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import re
+import libcst as cst
+
+from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
+from devlint.diagnostic import Applicability
+from devlint.facts import DEVICE_LESS_FACTORIES, dotted, string_value
+from devlint.fixes import choose_device
+from devlint.rule import Invalid, Rule, safe, unsafe
+
+FACTORIES = DEVICE_LESS_FACTORIES | {"as_tensor"}
+RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
+_DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
+# `.to()` keywords that do not change what the folded factory must do
+_HARMLESS_TO_KW = {"non_blocking", "copy"}
+
+
+def device_evidence(facts, node: cst.BaseExpression) -> bool:
+    """Whether ``node`` (an argument of ``.to``) is a device, not a dtype or a tensor."""
+    s = string_value(node)
+    if s is not None:
+        return _DEVICE_STRING.fullmatch(s) is not None
+    if isinstance(node, cst.Call):
+        return facts.qualname(node.func) in ("torch.device", "torch.accelerator.current_accelerator")
+    d = dotted(node)
+    if d is None:
+        return False
+    if facts.qualname(node) is not None:  # torch.float32 & co
+        return False
+    last = d.rsplit(".", 1)[-1]
+    return "device" in last.lower() or last in ("dev",) or d in {dv.name for dv in facts.device_vars}
+
+
+class HostAllocThenMove(Rule):
+    """
+    ## What it does
+    Flags a tensor factory called without `device=` whose result is moved straight to
+    a device: `torch.zeros(...).to(device)`, `torch.randn(...).cuda()`,
+    `torch.tensor(data).to("cuda")`, `torch.arange(n).to(x.device)`. A `.to(...)`
+    counts only when its argument is evidently a device (a device variable or
+    attribute, a device string, `torch.device(...)`, `device=`): `.to(torch.float16)`
+    and `.to(other_tensor)` are not flagged.
+
+    ## Why is this bad?
+    The tensor is allocated and filled in host memory, then copied to the device:
+    an extra allocation and a host-to-device transfer (and, for large tensors, a
+    synchronising copy) where the factory could have written on the device directly.
+
+    ## Example
+    ```python
+    mask = torch.ones(n, n).to(device)
+    noise = torch.randn(8, 4).cuda()
+    ```
+
+    ## Use instead
+    ```python
+    mask = torch.ones(n, n, device=device)
+    noise = torch.randn(8, 4, device=device)
+    ```
+
+    ## Fix safety
+    Folding the move into the factory's `device=` is safe for deterministic factories
+    (`zeros`, `ones`, `full`, `arange`, `eye`, `tensor`, ...): the values, dtype and
+    device are the same, minus one copy. `.cuda()` becomes `device=<device variable>`
+    (reused, or inserted after the imports as DL002 does), so the folded code also
+    runs on a CPU-only machine; `.cuda(i)` with an index is reported without a fix.
+    The fix is unsafe for random factories (`rand`, `randn`, `randint`, `randperm`,
+    `normal`): on the CPU the numbers are identical, but a GPU draws from its own
+    generator, so the values change on a GPU machine. It is also unsafe when the
+    factory passes `requires_grad=True`: `torch.randn(3, requires_grad=True).to(d)`
+    is a non-leaf copy whose `.grad` stays `None`, while the folded form is a leaf
+    that accumulates gradients. A `.to()` that also changes dtype or memory format,
+    and `.cuda(i)` are reported without a fix; multi-GPU files get an unsafe fix. A
+    factory with `pin_memory=` (a deliberate pinned staging buffer), `out=`,
+    `generator=` (a CPU generator cannot draw on a GPU) or `**kwargs` is not flagged.
+    """
+
+    code = "DL007"
+    name = "host-alloc-then-move"
+    summary = "tensor allocated on the host, then moved to a device"
+    prefilter = re.compile(rb"\)\s*\.\s*(?:to|cuda)\(")
+
+    VALID = [
+        "import torch\nx = torch.zeros(3, device='cuda')\n",
+        "import torch\nx = torch.zeros(3).to(torch.float16)\n",
+        "import torch\ny = torch.ones(2)\nx = torch.zeros(3).to(y)\n",
+        "import torch\nd = torch.device('cpu')\nx = torch.zeros(3, device=d).to(d)\n",
+        "import torch\nx = torch.zeros(3, pin_memory=True).to('cpu', non_blocking=True)\n",
+        "import torch\nimport numpy as np\nx = torch.from_numpy(np.ones(3)).to('cpu')\n",
+        "import torch\nx = torch.zeros_like(torch.ones(2)).to('cpu')\n",
+        "import torch\nkw = {}\nx = torch.zeros(3, **kw).to('cpu')\n",
+        "import torch\nx = torch.ones(3).float().to('cpu')\n",
+        "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g).to('cpu')\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "x = torch.zeros(2, 3).to(device)\n",
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "x = torch.zeros(2, 3, device=device)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.tensor([1.0, 2.0], dtype=torch.float64).to('cpu', non_blocking=True)\n",
+            "import torch\nx = torch.tensor([1.0, 2.0], dtype=torch.float64, device='cpu')\n",
+        ),
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    x = torch.ones(4).cuda()\n",
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "if torch.cuda.is_available():\n    x = torch.ones(4, device=device)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(x):\n    return torch.randn(3).to(x.device)\n",
+            "import torch\ndef f(x):\n    return torch.randn(3, device=x.device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef f(d):\n    return torch.zeros(3, requires_grad=True).to(device=d)\n",
+            "import torch\ndef f(d):\n    return torch.zeros(3, requires_grad=True, device=d)\n",
+            unsafe=True,
+        ),
+        Invalid("import torch\nx = torch.ones(4).cuda(1)\n"),
+        Invalid("import torch\ndef f(device):\n    return torch.ones(4).to(device, torch.float16)\n"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return
+        inner = func.value
+        if not isinstance(inner, cst.Call):
+            return
+        q = self.facts.qualname(inner.func)
+        if q is None or not q.startswith("torch.") or q.count(".") != 1:
+            return
+        factory = q.rsplit(".", 1)[-1]
+        if factory not in FACTORIES or keyword(inner, "device") is not None or has_double_star(inner):
+            return
+        if not factory_takes_device(factory, inner):
+            return
+        if any(keyword(inner, k) is not None for k in ("pin_memory", "out", "generator")):
+            return  # a pinned staging buffer / a preallocated output / numbers drawn by a host generator
+        meth = func.attr.value
+        if meth == "to":
+            self._to(node, inner, factory)
+        else:
+            self._cuda(node, inner, factory)
+
+    # ---- .to(...) ---------------------------------------------------------------------
+    def _to(self, node: cst.Call, inner: cst.Call, factory: str) -> None:
+        if any(a.star for a in node.args):
+            return
+        dev_kw = keyword(node, "device")
+        pos = [a for a in node.args if a.keyword is None]
+        if dev_kw is not None:
+            device = dev_kw.value
+        elif pos and device_evidence(self.facts, pos[0].value):
+            device = pos[0].value
+        else:
+            return  # .to(dtype) / .to(tensor) / unknown: not evidently a device move
+        rest_pos = pos[1:] if dev_kw is None else pos
+        rest_kw = [a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+        extra = bool(rest_pos) or any(k not in _HARMLESS_TO_KW for k in rest_kw)
+        text = self.ctx.module.code_for_node(device)
+        msg = (f"`torch.{factory}(...)` is allocated on the host and then copied to `{text}`; "
+               f"pass `device={text}` to the factory")
+        if extra:  # the move also converts dtype/layout: report, no fix
+            self.report(node, msg)
+            return
+        new = with_keyword(inner, "device", device)
+        self.report(node, msg, self._make_fix(factory, inner, {node: new}, None))
+
+    # ---- .cuda() ----------------------------------------------------------------------
+    def _cuda(self, node: cst.Call, inner: cst.Call, factory: str) -> None:
+        indexed = positional_count(node) > 0 or keyword(node, "device") is not None
+        msg = f"`torch.{factory}(...)` is allocated on the host and then copied to the GPU; pass `device=`"
+        if indexed or any(
+                a.keyword is not None and a.keyword.value not in _HARMLESS_TO_KW for a in node.args):
+            self.report(node, msg)
+            return
+        choice = choose_device(self.ctx)
+        new = with_keyword(inner, "device", choice.expr)
+        self.report(node, msg, self._make_fix(factory, inner, {node: new}, choice))
+
+    # ---- helpers ----------------------------------------------------------------------
+    def _make_fix(self, factory: str, inner: cst.Call, replacements: dict, choice):
+        reasons = []
+        if factory in RANDOM:
+            reasons.append("a GPU draws different random numbers")
+        rg = keyword(inner, "requires_grad")
+        if rg is not None and not (isinstance(rg.value, cst.Name) and rg.value.value == "False"):
+            reasons.append("the result becomes a leaf that accumulates `.grad`")
+        if self.facts.multi_gpu:
+            reasons.append("multi-GPU file")
+        applicability = Applicability.UNSAFE if reasons else Applicability.SAFE
+        message = "allocate on the device" + (f" ({'; '.join(reasons)})" if reasons else "")
+        if choice is not None:
+            return choice.fix(applicability, message, replacements)
+        return (safe if applicability is Applicability.SAFE else unsafe)(message, replacements)
