@@ -55,8 +55,9 @@ class SyncInLoop(Rule):
     A *training loop* is a loop whose own body calls `.backward()` or
     `optimizer.step()`; an *evaluation loop* iterates a data loader inside
     `torch.no_grad()` / `torch.inference_mode()`. Not flagged: a sync whose value
-    steers control flow (`if loss.item() < tol: break`, or a name assigned from it
-    and tested in the loop): it must reach the host; a sync under an `if` inside the
+    steers control flow or a check (`if loss.item() < tol: break`, `assert`,
+    `self.assertEqual(...)`, or a name assigned from it and tested in the loop): it
+    must reach the host; a sync under an `if` inside the
     loop (logging every N steps); `.cpu()` results appended to a list (collecting
     outputs on the host bounds GPU memory); `synchronize()` in a loop that reads a
     clock (timing needs it); anything after the loop.
@@ -124,6 +125,9 @@ class SyncInLoop(Rule):
         "        opt.step()\n    print(epoch, evaluate().item())\n",
         # collecting outputs on the host in an eval loop
         "import torch\nwith torch.no_grad():\n    for x in loader:\n        preds.append(model(x).argmax(1).cpu())\n",
+        # checked by a test assertion
+        "import torch\nfor x in data:\n    model(x).sum().backward()\n"
+        "    self.assertEqual(model.weight.grad.sum().item(), 3.0)\n",
         # timing needs the synchronize
         "import time, torch\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
         "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - t0)\n",
@@ -176,6 +180,7 @@ class SyncInLoop(Rule):
         self.collected: set = set()  # calls inside `.append(...)` / `.extend(...)` arguments
         self.numpy_cpu: set = set()  # `.cpu()` calls followed by `.numpy()`
         self.with_nograd: dict = {}
+        self.assert_calls: set = set()  # `self.assertEqual(...)` & co: a test, like `assert`
 
     # ---- context ---------------------------------------------------------------------------
     def _fn_loops(self) -> list:
@@ -409,8 +414,16 @@ class SyncInLoop(Rule):
         self.candidates.append(_Candidate(kind, node, tuple(self.frames), self.test_depth > 0, small,
                                           self.t.statement, self.t.scope, self.t.cls))
 
+    def leave_Call(self, node: cst.Call) -> None:
+        if node in self.assert_calls:
+            self.test_depth -= 1
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if last.startswith("assert"):
+            self.assert_calls.add(node)
+            self.test_depth += 1
         q = self.facts.qualname(func)
         if q is not None:
             if q == "torch.autograd.backward":
@@ -656,6 +669,14 @@ def _initialised_before(lp: _Loop, acc: str, how: str) -> bool:
                         v = small.value
                         return _is_number(v) if how == "sum" else (isinstance(v, cst.List) and not v.elements)
                     if isinstance(tgt, (cst.Tuple, cst.List)) and _count_name(tgt, acc):
+                        # `loss_sum, correct = 0.0, 0`
+                        v = small.value
+                        if not (isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(tgt.elements)):
+                            return False
+                        for te, ve in zip(tgt.elements, v.elements):
+                            if isinstance(te.value, cst.Name) and te.value.value == acc:
+                                return _is_number(ve.value) if how == "sum" else (
+                                    isinstance(ve.value, cst.List) and not ve.value.elements)
                         return False
             elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and _count_name(small.target, acc):
                 return False
