@@ -127,7 +127,7 @@ class SyncInLoop(Rule):
         "import torch\nwith torch.no_grad():\n    for x in loader:\n        preds.append(model(x).argmax(1).cpu())\n",
         # checked by a test assertion
         "import torch\nfor x in data:\n    model(x).sum().backward()\n"
-        "    self.assertEqual(model.weight.grad.sum().item(), 3.0)\n",
+        "    self.assertEqual(model.weight.grad.sum().item(), 3.0)\n    fns[0](x)\n    get()(x)\n",
         # timing needs the synchronize
         "import time, torch\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
         "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - t0)\n",
@@ -420,7 +420,8 @@ class SyncInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        last = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else "")
         if last.startswith("assert"):
             self.assert_calls.add(node)
             self.test_depth += 1
