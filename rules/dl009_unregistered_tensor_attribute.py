@@ -13,6 +13,9 @@ _LEGACY = frozenset("Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTe
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 # Classes that move their own attributes: a `to`/`_apply`/`cuda` override.
 _MOVE_OVERRIDES = frozenset({"_apply", "to", "cuda", "to_empty"})
+# Buffers torch.nn layers register (assigning a tensor to one of them updates the buffer).
+_TORCH_LAYER_BUFFERS = frozenset({"running_mean", "running_var", "num_batches_tracked", "weight_orig",
+                                  "weight_u", "weight_v", "activation_post_process", "scale", "zero_point"})
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
 
 
@@ -32,7 +35,9 @@ class UnregisteredTensorAttribute(Rule):
     the tensor part of the module: it moves and casts with it.
 
     Not flagged: `nn.Parameter(...)` (registered), an attribute that is registered
-    later (`register_buffer`/`register_parameter` with its name), an attribute that
+    later (`register_buffer`/`register_parameter` with its name, in the class or a
+    base class of the same file, or a buffer of a `torch.nn` layer it subclasses, such
+    as `running_mean`: assigning to it updates the buffer), an attribute that
     any other method of the class assigns (state set in `forward`, a `reset()`), a
     class that is not an `nn.Module`, and classes that override `_apply`/`to` to
     move their own attributes.
@@ -94,6 +99,13 @@ class UnregisteredTensorAttribute(Rule):
         # assigned outside __init__ only
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def reset(self):\n"
         "        self.w = torch.zeros(3)\n",
+        # the base class registered the buffer: this assignment updates it
+        "import torch\nfrom torch import nn\nclass Base(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('count', torch.zeros(()))\n"
+        "class Child(Base):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.count = torch.ones(())\n",
+        "import torch\nfrom torch import nn\nclass BN(nn.BatchNorm1d):\n    def __init__(self, n):\n"
+        "        super().__init__(n)\n        self.running_mean = torch.zeros(n)\n",
         # a class that moves its own attributes
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.w = torch.zeros(3)\n"
@@ -123,7 +135,7 @@ class UnregisteredTensorAttribute(Rule):
         # an unknown base class may already own the name: report only
         Invalid(
             "import torch\nfrom torch import nn\nclass N(nn.Linear):\n    def __init__(self):\n"
-            "        super().__init__(2, 2)\n        self.scale = torch.ones(2)\n",
+            "        super().__init__(2, 2)\n        self.gain = torch.ones(2)\n",
         ),
     ]
 
@@ -228,6 +240,8 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             if self.assigned.get(cls, {}).get(attr, 0) != 1:
                 continue  # reassigned (in forward, a reset(), or twice in __init__)
+            if self._inherited_buffer(cls, attr, by_name, set()):
+                continue  # assigning to a buffer a base class registered updates that buffer
             self_name = method.params.params[0].name.value
             msg = (f"`{self_name}.{attr}` is a plain tensor attribute: `model.to(device)` does not move it; "
                    "register it as a buffer")
@@ -245,6 +259,26 @@ class UnregisteredTensorAttribute(Rule):
                 )
                 fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
             self.report(node, msg, fix)
+
+    def _inherited_buffer(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
+        """A base class (same file, or a torch.nn layer) may have registered ``attr``."""
+        if cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            if base.keyword is not None:
+                continue
+            q = self.facts.qualname(base.value)
+            if q is not None and q.startswith("torch.nn.") and q not in _MODULE_BASES:
+                if attr in _TORCH_LAYER_BUFFERS:
+                    return True
+                continue
+            d = dotted(base.value)
+            parent = by_name.get(d) if d is not None else None
+            if parent is not None and (attr in self.registered.get(parent, ())
+                                       or self._inherited_buffer(parent, attr, by_name, seen)):
+                return True
+        return False
 
     def _bases_allow(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
         """Every base is nn.Module or a same-file Module class that does not set ``attr``."""
