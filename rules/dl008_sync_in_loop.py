@@ -1,0 +1,689 @@
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
+from devlint.fixes import torch_ref
+from devlint.rule import Invalid, Rule, unsafe
+
+_OPTIMIZER_NAME = re.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
+_LOADER_NAME = re.compile(r"loader", re.I)
+_NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
+_ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange"})
+_TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
+                     "timeit.default_timer", "torch.cuda.Event"})
+_ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+# What a sync is called in messages.
+_WHAT = {"item": "`.item()`", "tolist": "`.tolist()`", "cpu": "`.cpu()`", "print": "`print(tensor)`",
+         "sync": "`torch.cuda.synchronize()`"}
+
+
+@dataclass(eq=False)
+class _Loop:
+    node: cst.CSTNode
+    fn: Optional[cst.CSTNode]
+    suite: cst.CSTNode  # the IndentedBlock / Module whose body holds the loop
+    step: bool = False  # calls backward()/optimizer.step() in its own body
+    eval: bool = False  # iterates a data loader under no_grad / inference_mode
+    timed: bool = False  # reads a clock: synchronize() is there to time the step
+
+
+@dataclass(eq=False)
+class _Candidate:
+    kind: str
+    node: cst.Call
+    frames: tuple  # snapshot of the context stack
+    in_test: bool
+    small: Optional[cst.CSTNode]  # innermost simple statement (Assign / AugAssign / Expr)
+    stmt: Optional[cst.CSTNode]  # its line
+    scope: Optional[cst.CSTNode]
+    cls: Optional[cst.CSTNode]
+
+
+class SyncInLoop(Rule):
+    """
+    ## What it does
+    Flags a device-to-host synchronisation that runs on every iteration of a training
+    or evaluation loop: `.item()`, `.tolist()`, `.cpu()`, `print(tensor)` and
+    `torch.cuda.synchronize()`. Off by default (a performance rule): enable it with
+    `--select DL008`.
+
+    A *training loop* is a loop whose own body calls `.backward()` or
+    `optimizer.step()`; an *evaluation loop* iterates a data loader inside
+    `torch.no_grad()` / `torch.inference_mode()`. Not flagged: a sync whose value
+    steers control flow or a check (`if loss.item() < tol: break`, `assert`,
+    `self.assertEqual(...)`, or a name assigned from it and tested in the loop): it
+    must reach the host; a sync under an `if` inside the
+    loop (logging every N steps); `.cpu()` results appended to a list (collecting
+    outputs on the host bounds GPU memory); `synchronize()` in a loop that reads a
+    clock (timing needs it); anything after the loop.
+
+    ## Why is this bad?
+    CUDA runs asynchronously: the Python loop queues work and races ahead. Reading a
+    value on the host makes the CPU wait until the GPU has finished everything queued
+    so far, every step, so the GPU idles while the next batch is prepared. Summing the
+    loss on the device and reading it once after the loop keeps the pipeline full.
+
+    ## Example
+    ```python
+    total = 0.0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    ```
+
+    ## Use instead
+    ```python
+    total = 0.0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.detach()
+    total = torch.as_tensor(total).item()
+    ```
+
+    ## Fix safety
+    Unsafe. Offered only for `.item()` whose value is summed into a number
+    (`acc += x.item()`, possibly scaled: `acc += x.item() * n`) or appended to a list,
+    when the accumulator is initialised by a literal (`0`, `0.0`, `[]`) just before
+    the loop in the same block and is not read inside the loop. The value is then
+    accumulated on the device (`x.detach()`) and converted once after the loop
+    (`torch.as_tensor(acc).item()`, which also handles a loop that ran zero times and
+    keeps ints ints). The sum is computed in the tensor's dtype (float32) instead of
+    Python's float64, so the last digits can differ. `print(tensor)`, `.cpu()`,
+    `.tolist()` and `synchronize()` are reported without a fix.
+    """
+
+    code = "DL008"
+    name = "sync-in-loop"
+    summary = "device-to-host sync on every iteration of a training/eval loop"
+    default_enabled = False
+    prefilter = re.compile(rb"backward\(|\.step\(|no_grad|inference_mode")
+
+    VALID = [
+        # the value steers control flow: it must reach the host
+        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    if loss.item() < 1e-3:\n        break\n",
+        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    v = loss.item()\n    if v != v:\n        raise ValueError('nan')\n",
+        # logging every N steps
+        "import torch\nfor step, x in enumerate(data):\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    if step % 100 == 0:\n        print(step, loss.item())\n",
+        # after the loop
+        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\nprint(loss.item())\n",
+        # not a training loop
+        "import torch\nfor x in data:\n    print(x.sum().item())\n",
+        # a per-epoch sync (the step loop is the inner one)
+        "import torch\nfor epoch in range(3):\n    for x in data:\n        model(x).sum().backward()\n"
+        "        opt.step()\n    print(epoch, evaluate().item())\n",
+        # collecting outputs on the host in an eval loop
+        "import torch\nwith torch.no_grad():\n    for x in loader:\n        preds.append(model(x).argmax(1).cpu())\n",
+        # checked by a test assertion
+        "import torch\nfor x in data:\n    model(x).sum().backward()\n"
+        "    self.assertEqual(model.weight.grad.sum().item(), 3.0)\n    fns[0](x)\n    get()(x)\n",
+        # timing needs the synchronize
+        "import time, torch\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
+        "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - t0)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "    opt.step()\n    total += loss.item()\nprint(total)\n",
+            "import torch\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "    opt.step()\n    total += loss.detach()\ntotal = torch.as_tensor(total).item()\nprint(total)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
+            "    hits = 0\n    for x, y in val_loader:\n        hits += (model(x).argmax(1) == y).sum().item()\n"
+            "    return hits\n",
+            "import torch\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
+            "    hits = 0\n    for x, y in val_loader:\n        hits += (model(x).argmax(1) == y).sum().detach()\n"
+            "    hits = torch.as_tensor(hits).item()\n    return hits\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "    losses.append(loss.item())\n",
+            "import torch\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "    losses.append(loss.detach())\nlosses = [v.item() for v in losses]\n",
+            unsafe=True,
+        ),
+        # read inside the loop: report only
+        Invalid("import torch\ntotal = 0.0\nfor i, x in enumerate(data):\n    loss = model(x).sum()\n"
+                "    loss.backward()\n    total += loss.item()\n    pbar.set_postfix(avg=total / (i + 1))\n"),
+        Invalid("import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n"),
+        Invalid("import torch\nfor x in data:\n    model(x).sum().backward()\n    optimizer.step()\n"
+                "    torch.cuda.synchronize()\n"),
+        Invalid("import torch\nwith torch.inference_mode():\n    for x in test_loader:\n"
+                "        scores = model(x).softmax(-1).cpu().numpy()\n        report(scores)\n"),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.frames: list = []  # ("loop", _Loop) / ("cond", guard?) / ("fn", nograd?) / ("nograd",)
+        self.suites: list = []  # IndentedBlock / Module stack
+        self.loops: dict = {}  # loop node -> _Loop
+        self.test_depth = 0
+        self.test_names: dict = {}  # loop node -> names read in tests inside it
+        self.smalls: list = []  # innermost simple statements
+        self.candidates: list[_Candidate] = []
+        self.optimizers: set = set()
+        self.loaders: set = set()
+        self.collected: set = set()  # calls inside `.append(...)` / `.extend(...)` arguments
+        self.numpy_cpu: set = set()  # `.cpu()` calls followed by `.numpy()`
+        self.with_nograd: dict = {}
+        self.assert_calls: set = set()  # `self.assertEqual(...)` & co: a test, like `assert`
+
+    # ---- context ---------------------------------------------------------------------------
+    def _fn_loops(self) -> list:
+        out = []
+        for f in reversed(self.frames):
+            if f[0] == "fn":
+                break
+            if f[0] == "loop":
+                out.append(f[1])
+        return out
+
+    def _in_nograd(self) -> bool:
+        for f in reversed(self.frames):
+            if f[0] == "nograd":
+                return True
+            if f[0] == "fn":
+                return f[1]
+        return False
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.suites.append(node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.suites.append(node)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.suites.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        nograd = False
+        for dec in node.decorators:
+            d = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+            if self.facts.qualname(d) in _NO_GRAD:
+                nograd = True
+        self.frames.append(("fn", nograd))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.frames.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.frames.append(("fn", False))
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.frames.pop()
+
+    def visit_With(self, node: cst.With) -> None:
+        ng = False
+        for item in node.items:
+            e = item.item
+            if isinstance(e, cst.Call) and self.facts.qualname(e.func) in _NO_GRAD:
+                ng = True
+        self.with_nograd[node] = ng
+        if ng:
+            self.frames.append(("nograd",))
+
+    def leave_With(self, node: cst.With) -> None:
+        if self.with_nograd.pop(node, False):
+            self.frames.pop()
+
+    # loops
+    def _loader_like(self, it: cst.BaseExpression) -> bool:
+        while isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _ITER_WRAPPERS:
+            if not it.args:
+                return False
+            it = it.args[0].value
+        d = dotted(it)
+        if d is None:
+            return False
+        return d in self.loaders or bool(_LOADER_NAME.search(d.rsplit(".", 1)[-1]))
+
+    def _push_loop(self, node) -> None:
+        lp = self.loops.get(node)
+        if lp is None:
+            lp = _Loop(node, None, self.suites[-1])
+            self.loops[node] = lp
+        self.frames.append(("loop", lp))
+
+    def visit_For(self, node: cst.For) -> None:
+        lp = _Loop(node, None, self.suites[-1])
+        lp.eval = self._in_nograd() and self._loader_like(node.iter)
+        self.loops[node] = lp
+
+    def visit_For_body(self, node: cst.For) -> None:
+        self._push_loop(node)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self.frames.pop()
+
+    def visit_While_test(self, node: cst.While) -> None:
+        self._push_loop(node)
+        self.test_depth += 1
+
+    def leave_While_test(self, node: cst.While) -> None:
+        self.test_depth -= 1
+        self.frames.pop()
+
+    def visit_While_body(self, node: cst.While) -> None:
+        self._push_loop(node)
+
+    def leave_While_body(self, node: cst.While) -> None:
+        self.frames.pop()
+
+    # conditions: a sync below one does not run every iteration; a sync in a test steers flow
+    def _cond(self, guard: bool = False) -> None:
+        self.frames.append(("cond", guard))
+
+    def _uncond(self) -> None:
+        self.frames.pop()
+
+    def visit_If_test(self, node: cst.If) -> None:
+        self.test_depth += 1
+
+    def leave_If_test(self, node: cst.If) -> None:
+        self.test_depth -= 1
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self._cond(self.facts.guard_polarity(node.test) == 1)
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self._uncond()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self._cond()
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self._uncond()
+
+    def visit_IfExp_test(self, node: cst.IfExp) -> None:
+        self.test_depth += 1
+
+    def leave_IfExp_test(self, node: cst.IfExp) -> None:
+        self.test_depth -= 1
+
+    def visit_IfExp_body(self, node: cst.IfExp) -> None:
+        self._cond()
+
+    def leave_IfExp_body(self, node: cst.IfExp) -> None:
+        self._uncond()
+
+    def visit_IfExp_orelse(self, node: cst.IfExp) -> None:
+        self._cond()
+
+    def leave_IfExp_orelse(self, node: cst.IfExp) -> None:
+        self._uncond()
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.test_depth += 1
+
+    def leave_Assert(self, node: cst.Assert) -> None:
+        self.test_depth -= 1
+
+    def visit_For_orelse(self, node: cst.For) -> None:
+        self._cond()
+
+    def leave_For_orelse(self, node: cst.For) -> None:
+        self._uncond()
+
+    def visit_While_orelse(self, node: cst.While) -> None:
+        self._cond()
+
+    def leave_While_orelse(self, node: cst.While) -> None:
+        self._uncond()
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._cond()
+
+    def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._uncond()
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._cond()
+
+    def leave_Return(self, node: cst.Return) -> None:
+        self._uncond()
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        self._cond()
+
+    def leave_Raise(self, node: cst.Raise) -> None:
+        self._uncond()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self.test_depth:
+            for lp in self._fn_loops():
+                self.test_names.setdefault(lp.node, set()).add(node.value)
+
+    # simple statements
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.smalls.append(node)
+        v = node.value
+        if isinstance(v, cst.Call):
+            q = self.facts.qualname(v.func) or ""
+            for t in node.targets:
+                d = dotted(t.target)
+                if d is None:
+                    continue
+                if q.startswith("torch.optim.") and "lr_scheduler" not in q:
+                    self.optimizers.add(d)
+                if q.endswith("DataLoader"):
+                    self.loaders.add(d)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self.smalls.pop()
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.smalls.append(node)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self.smalls.pop()
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        self.smalls.append(node)
+
+    def leave_Expr(self, node: cst.Expr) -> None:
+        self.smalls.pop()
+
+    # ---- evidence and candidates ---------------------------------------------------------
+    def _mark(self, attr: str) -> None:
+        loops = self._fn_loops()
+        if loops:
+            setattr(loops[0], attr, True)
+
+    def _is_optimizer(self, node: cst.BaseExpression) -> bool:
+        d = dotted(node)
+        return d is not None and (d in self.optimizers or bool(_OPTIMIZER_NAME.search(d.rsplit(".", 1)[-1])))
+
+    def _candidate(self, kind: str, node: cst.Call) -> None:
+        if not self._fn_loops():
+            return
+        small = self.smalls[-1] if self.smalls else None
+        self.candidates.append(_Candidate(kind, node, tuple(self.frames), self.test_depth > 0, small,
+                                          self.t.statement, self.t.scope, self.t.cls))
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if node in self.assert_calls:
+            self.test_depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else "")
+        if last.startswith("assert"):
+            self.assert_calls.add(node)
+            self.test_depth += 1
+        q = self.facts.qualname(func)
+        if q is not None:
+            if q == "torch.autograd.backward":
+                self._mark("step")
+            elif q == "torch.cuda.synchronize":
+                self._candidate("sync", node)
+            elif q in _TIMERS:
+                for lp in self._fn_loops():
+                    lp.timed = True
+            return
+        if isinstance(func, cst.Name):
+            if func.value == "print" and "print" not in self.facts.bound_names and node.args:
+                self._candidate("print", node)
+            elif func.value in ("perf_counter", "default_timer"):
+                for lp in self._fn_loops():
+                    lp.timed = True
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        meth = func.attr.value
+        if meth == "backward":
+            self._mark("step")
+        elif meth == "step" and (self._is_optimizer(func.value)
+                                 or any(self._is_optimizer(a.value) for a in node.args)):
+            self._mark("step")
+        elif meth in ("append", "extend") and len(node.args) == 1:
+            v = node.args[0].value
+            while isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute):
+                self.collected.add(v)
+                v = v.func.value
+        elif meth == "numpy" and isinstance(func.value, cst.Call):
+            inner = func.value
+            if isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "cpu":
+                self.numpy_cpu.add(inner)
+        if meth in ("item", "tolist", "cpu") and not node.args:
+            self._candidate(meth, node)
+
+    # ---- decisions -----------------------------------------------------------------------
+    def _tensor_evidence(self, c: _Candidate, expr: cst.BaseExpression) -> bool:
+        if self.facts.kind_of(expr, c.scope, c.cls) in (TENSOR, PARAM):
+            return True
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            return expr.func.attr.value in TENSOR_ONLY_USE | {"argmax", "argmin", "softmax", "sigmoid"}
+        return False
+
+    def _not_a_tensor(self, c: _Candidate, recv: cst.BaseExpression) -> bool:
+        """Evidence that ``recv`` is no tensor (numpy arrays have .item()/.tolist() too)."""
+        if self.facts.kind_of(recv, c.scope, c.cls) == MODULE:
+            return True
+        node = recv
+        while True:
+            if isinstance(node, cst.Call):
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("numpy", "cpu"):
+                    return True  # the sync is the `.cpu()` before it, reported there
+                q = self.facts.qualname(node.func) or ""
+                if q.split(".")[0] in ("numpy", "np", "pandas", "math"):
+                    return True
+                node = node.func
+            elif isinstance(node, cst.Attribute):
+                node = node.value
+            elif isinstance(node, cst.Subscript):
+                node = node.value
+            else:
+                return False
+
+    def _sync_loop(self, c: _Candidate) -> Optional[_Loop]:
+        """The innermost training/eval loop around ``c`` if ``c`` runs on each of its iterations."""
+        frames = list(c.frames)
+        for i in range(len(frames) - 1, -1, -1):
+            f = frames[i]
+            if f[0] == "fn":
+                return None
+            if f[0] == "loop" and (f[1].step or f[1].eval):
+                below = frames[i + 1:]
+                if any(g[0] == "cond" and not g[1] for g in below):
+                    return None
+                return f[1]
+        return None
+
+    def finish(self) -> None:
+        groups: dict = {}  # loop node -> [(candidate, edit)]
+        for c in self.candidates:
+            lp = self._sync_loop(c)
+            if lp is None or c.in_test:
+                continue
+            names = set()
+            if isinstance(c.small, cst.Assign) and _contains(c.small.value, c.node):
+                names = {dotted(t.target) for t in c.small.targets}
+            elif isinstance(c.small, cst.AugAssign) and _contains(c.small.value, c.node):
+                names = {dotted(c.small.target)}
+            if names:
+                if names & self.test_names.get(lp.node, set()):
+                    continue  # the value is tested in the loop: it steers control flow
+            msg = self._message(c, lp)
+            if msg is None:
+                continue
+            edit = self._edit(c, lp) if c.kind == "item" else None
+            if edit is not None:
+                groups.setdefault(lp.node, []).append((c, edit))
+            else:
+                self.report(c.node, msg)
+        for loop_node, items in groups.items():
+            fix = self._fix(self.loops[loop_node], [e for _, e in items])
+            for c, _ in items:
+                self.report(c.node, self._message(c, self.loops[loop_node]), fix)
+
+    def _message(self, c: _Candidate, lp: _Loop) -> Optional[str]:
+        where = "training" if lp.step else "evaluation"
+        func = c.node.func
+        if c.kind in ("item", "tolist", "cpu"):
+            recv = func.value
+            if c.kind == "cpu":
+                if c.node in self.collected or not (c.node in self.numpy_cpu or self._tensor_evidence(c, recv)):
+                    return None
+            elif self._not_a_tensor(c, recv):
+                return None
+            text = _short(self.ctx.module.code_for_node(recv))
+            return (f"`{text}.{c.kind}()` waits for the device on every iteration of the {where} loop; "
+                    "keep the value on the device and read it once after the loop")
+        if c.kind == "print":
+            shown = [a.value for a in c.node.args if a.keyword is None]
+            if not any(self._prints_tensor(c, a) for a in shown):
+                return None
+            return (f"`print` of a tensor waits for the device on every iteration of the {where} loop; "
+                    "log every N steps or after the loop")
+        if c.kind == "sync":
+            if lp.timed:
+                return None
+            return (f"`torch.cuda.synchronize()` on every iteration of the {where} loop stalls the "
+                    "pipeline; remove it (or only synchronize where you time)")
+        return None
+
+    def _prints_tensor(self, c: _Candidate, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.FormattedString):
+            return any(isinstance(p, cst.FormattedStringExpression) and self._prints_tensor(c, p.expression)
+                       for p in expr.parts)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return self.facts.kind_of(expr, c.scope, c.cls) in (TENSOR, PARAM)
+        return False
+
+    # ---- the fix --------------------------------------------------------------------------
+    def _edit(self, c: _Candidate, lp: _Loop):
+        """(accumulator, "sum"/"list") when ``c`` is only summed or appended, else None."""
+        inner = [f for f in c.frames if f[0] == "loop"]
+        if not inner or inner[-1][1] is not lp:
+            return None  # a nested loop between
+        small = c.small
+        acc = None
+        if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign):
+            if isinstance(small.target, cst.Name) and _arith_path(small.value, c.node):
+                acc, how = small.target.value, "sum"
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            call = small.value
+            f = call.func
+            if (isinstance(f, cst.Attribute) and f.attr.value == "append" and isinstance(f.value, cst.Name)
+                    and len(call.args) == 1 and call.args[0].value is c.node and call.args[0].keyword is None):
+                acc, how = f.value.value, "list"
+        if acc is None or c.stmt is None or not any(s is small for s in c.stmt.body):
+            return None
+        if not _initialised_before(lp, acc, how):
+            return None
+        if _count_name(lp.node, acc) != 1:
+            return None  # read (or written) elsewhere in the loop
+        return (acc, how, c.node)
+
+    def _fix(self, lp: _Loop, edits: list):
+        t, needs_torch = torch_ref(self.facts)
+        repl = {}
+        after = []
+        for acc, how, call in edits:
+            repl[call] = call.with_changes(func=call.func.with_changes(attr=cst.Name("detach")))
+            line = (f"{acc} = {t}.as_tensor({acc}).item()\n" if how == "sum"
+                    else f"{acc} = [v.item() for v in {acc}]\n")
+            if line not in after:
+                after.append(line)
+        new_loop = lp.node.visit(_ReplaceIn(repl))
+        stmts = [cst.parse_statement(line) for line in after]
+        return unsafe("accumulate on the device and read the value once after the loop",
+                      {lp.node: cst.FlattenSentinel([new_loop, *stmts])}, needs_torch_import=needs_torch)
+
+
+class _ReplaceIn(cst.CSTTransformer):
+    def __init__(self, replacements: dict) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):
+        return self.replacements.get(original_node, updated_node)
+
+
+def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if n is target:
+            return True
+        stack.extend(n.children)
+    return False
+
+
+def _count_name(tree: cst.CSTNode, name: str) -> int:
+    n = 0
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            n += 1
+        stack.extend(node.children)
+    return n
+
+
+def _arith_path(expr: cst.BaseExpression, call: cst.Call) -> bool:
+    """``expr`` is ``call`` or arithmetic (+ - * /) with ``call`` as an operand."""
+    if expr is call:
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITH):
+        return _arith_path(expr.left, call) or _arith_path(expr.right, call)
+    return False
+
+
+def _is_number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+def _initialised_before(lp: _Loop, acc: str, how: str) -> bool:
+    """The last statement before the loop (same block) that binds ``acc`` sets it to a literal."""
+    body = list(lp.suite.body)
+    idx = next((i for i, s in enumerate(body) if s is lp.node), None)
+    if idx is None:
+        return False
+    for stmt in reversed(body[:idx]):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            if _count_name(stmt, acc):
+                return False
+            continue
+        for small in reversed(stmt.body):
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    tgt = t.target
+                    if isinstance(tgt, cst.Name) and tgt.value == acc:
+                        v = small.value
+                        return _is_number(v) if how == "sum" else (isinstance(v, cst.List) and not v.elements)
+                    if isinstance(tgt, (cst.Tuple, cst.List)) and _count_name(tgt, acc):
+                        # `loss_sum, correct = 0.0, 0`
+                        v = small.value
+                        if not (isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(tgt.elements)):
+                            return False
+                        for te, ve in zip(tgt.elements, v.elements):
+                            if isinstance(te.value, cst.Name) and te.value.value == acc:
+                                return _is_number(ve.value) if how == "sum" else (
+                                    isinstance(ve.value, cst.List) and not ve.value.elements)
+                        return False
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and _count_name(small.target, acc):
+                return False
+    return False
+
+
+def _short(text: str, n: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."

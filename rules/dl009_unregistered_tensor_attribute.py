@@ -1,0 +1,340 @@
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from devlint.facts import TENSOR_FUNCS, TENSOR_METHODS, dotted, string_value
+from devlint.rule import Invalid, Rule, unsafe
+
+# Legacy constructors that build a (CPU) tensor as well.
+_LEGACY = frozenset("Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor BoolTensor ByteTensor".split())
+_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+# Classes that move their own attributes: a `to`/`_apply`/`cuda` override.
+_MOVE_OVERRIDES = frozenset({"_apply", "to", "cuda", "to_empty"})
+# Buffers torch.nn layers register (assigning a tensor to one of them updates the buffer).
+_TORCH_LAYER_BUFFERS = frozenset({"running_mean", "running_var", "num_batches_tracked", "weight_orig",
+                                  "weight_u", "weight_v", "activation_post_process", "scale", "zero_point"})
+_ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
+
+
+class UnregisteredTensorAttribute(Rule):
+    """
+    ## What it does
+    Flags `self.x = torch.<factory>(...)` (and tensors derived from one, such as
+    `torch.arange(n).float()` or `torch.tril(torch.ones(n, n))`) assigned in the
+    `__init__` of an `nn.Module` subclass.
+
+    ## Why is this bad?
+    `nn.Module.to(device)`, `.cuda()`, `.half()` and `.to("meta")` move parameters
+    and *registered buffers*, not plain attributes. A tensor stored as a plain
+    attribute stays on the CPU while the rest of the model moves to the GPU, and the
+    first `forward` fails with "Expected all tensors to be on the same device" (or,
+    for a 0-dim tensor, silently runs that part on the CPU). `register_buffer` makes
+    the tensor part of the module: it moves and casts with it.
+
+    Not flagged: `nn.Parameter(...)` (registered), an attribute that is registered
+    later (`register_buffer`/`register_parameter` with its name, in the class or a
+    base class of the same file, or a buffer of a `torch.nn` layer it subclasses, such
+    as `running_mean`: assigning to it updates the buffer), an attribute that
+    any other method of the class assigns (state set in `forward`, a `reset()`), a
+    class that is not an `nn.Module`, and classes that override `_apply`/`to` to
+    move their own attributes.
+
+    ## Example
+    ```python
+    class Smooth(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.kernel = torch.ones(3) / 3
+    ```
+
+    ## Use instead
+    ```python
+    class Smooth(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("kernel", torch.ones(3) / 3, persistent=False)
+    ```
+
+    ## Fix safety
+    Unsafe. `persistent=False` keeps the tensor out of `state_dict`, so saved
+    checkpoints keep their keys; but a buffer is also cast by `model.half()` /
+    `model.to(dtype)` when it is floating point, appears in `model.buffers()`, and
+    is replicated by `DataParallel`, which a plain attribute is not. The fix is
+    offered only after `super().__init__()` (`register_buffer` needs it), when the
+    attribute is assigned once, and when the base classes are `nn.Module` or classes
+    of the same file that do not set the name (otherwise `register_buffer` could
+    raise `KeyError: attribute already exists`).
+    """
+
+    code = "DL009"
+    name = "unregistered-tensor-attribute"
+    summary = "plain tensor attribute in nn.Module.__init__ does not move with model.to(device)"
+    prefilter = re.compile(rb"def __init__")
+
+    VALID = [
+        # a Parameter is registered
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(3))\n",
+        # a buffer
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('w', torch.zeros(3))\n",
+        # not a Module
+        "import torch\nclass Stats:\n    def __init__(self):\n        self.total = torch.zeros(3)\n",
+        # state reassigned in forward
+        "import torch\nfrom torch import nn\nclass RNN(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.h = torch.zeros(1, 4)\n"
+        "    def forward(self, x):\n        self.h = torch.zeros(x.size(0), 4, device=x.device)\n"
+        "        return x + self.h\n",
+        # registered later under the same name
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        w = torch.zeros(3)\n        self.w = w\n"
+        "        del self.w\n        self.register_buffer('w', w)\n",
+        # not a tensor: a device, a generator, a Python number
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.g = torch.Generator()\n        self.d = torch.device('cpu')\n"
+        "        self.n = 3\n",
+        # assigned outside __init__ only
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def reset(self):\n"
+        "        self.w = torch.zeros(3)\n",
+        # the base class registered the buffer: this assignment updates it
+        "import torch\nfrom torch import nn\nclass Base(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('count', torch.zeros(()))\n"
+        "class Child(Base):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.count = torch.ones(())\n",
+        "import torch\nfrom torch import nn\nclass BN(nn.BatchNorm1d):\n    def __init__(self, n):\n"
+        "        super().__init__(n)\n        self.running_mean = torch.zeros(n)\n",
+        # a class that moves its own attributes
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.w = torch.zeros(3)\n"
+        "    def _apply(self, fn, recurse=True):\n        self.w = fn(self.w)\n        return super()._apply(fn, recurse)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.w = torch.zeros(3)\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.register_buffer(\"w\", torch.zeros(3), persistent=False)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as T\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, n):\n"
+            "        nn.Module.__init__(self)\n        self.mask = T.tril(T.ones(n, n)).bool()  # causal\n",
+            "import torch as T\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, n):\n"
+            "        nn.Module.__init__(self)\n"
+            "        self.register_buffer(\"mask\", T.tril(T.ones(n, n)).bool(), persistent=False)  # causal\n",
+            unsafe=True,
+        ),
+        # before super().__init__(): register_buffer would raise, so no fix
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        self.w = torch.ones(3) * 2\n        super().__init__()\n",
+        ),
+        # an unknown base class may already own the name: report only
+        Invalid(
+            "import torch\nfrom torch import nn\nclass N(nn.Linear):\n    def __init__(self):\n"
+            "        super().__init__(2, 2)\n        self.gain = torch.ones(2)\n",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.candidates: list = []  # (cls, method, attr, node, stmt)
+        self.assigned: dict = {}  # cls -> {attr: count of assignments anywhere in the class}
+        self.registered: dict = {}  # cls -> names given to register_buffer/register_parameter/setattr
+        self.overrides: set = set()  # classes that move their own attributes
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _self_name(self) -> Optional[str]:
+        m = self.t.method
+        if m is None or not m.params.params:
+            return None
+        return m.params.params[0].name.value
+
+    def _self_attr(self, target: cst.BaseExpression) -> Optional[str]:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            if target.value.value == self._self_name():
+                return target.attr.value
+        return None
+
+    def _is_tensor_origin(self, expr: cst.BaseExpression) -> bool:
+        """A torch tensor factory/function call, or an expression derived from one."""
+        if isinstance(expr, cst.Call):
+            q = self.facts.qualname(expr.func)
+            if q is not None:
+                head, _, last = q.rpartition(".")
+                return head == "torch" and (last in TENSOR_FUNCS or last in _LEGACY)
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS:
+                return self._is_tensor_origin(expr.func.value)
+            return False
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITH):
+            sides = (expr.left, expr.right)
+            if not any(self._is_tensor_origin(s) for s in sides):
+                return False
+            return all(self._is_tensor_origin(s) or isinstance(s, (cst.Integer, cst.Float, cst.Name,
+                                                                     cst.UnaryOperation)) for s in sides)
+        if isinstance(expr, cst.Subscript):
+            return self._is_tensor_origin(expr.value)
+        return False
+
+    def _count(self, attr: str) -> None:
+        cls = self.t.cls
+        d = self.assigned.setdefault(cls, {})
+        d[attr] = d.get(attr, 0) + 1
+
+    # ---- visitors ------------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.t.cls is not None and self.t.method is node and node.name.value in _MOVE_OVERRIDES:
+            self.overrides.add(self.t.cls)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.t.method is None or not self.t.in_module_class:
+            return
+        for tgt in node.targets:
+            for el in _flatten(tgt.target):
+                attr = self._self_attr(el)
+                if attr is not None:
+                    self._count(attr)
+        if len(node.targets) != 1 or self.t.method.name.value != "__init__":
+            return
+        attr = self._self_attr(node.targets[0].target)
+        if attr is not None and self._is_tensor_origin(node.value):
+            self.candidates.append((self.t.cls, self.t.method, attr, node, self.t.statement))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self.t.method is None or not self.t.in_module_class:
+            return
+        attr = self._self_attr(node.target)
+        if attr is None:
+            return
+        self._count(attr)
+        if (node.value is not None and self.t.method.name.value == "__init__"
+                and self._is_tensor_origin(node.value)):
+            self.candidates.append((self.t.cls, self.t.method, attr, node, self.t.statement))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self.t.method is not None and self.t.in_module_class:
+            attr = self._self_attr(node.target)
+            if attr is not None and self.t.method.name.value != "__init__":
+                self._count(attr)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.t.cls is None or not node.args:
+            return
+        func = node.func
+        name = None
+        if isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter"):
+            name = string_value(node.args[0].value)
+        elif isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) >= 2:
+            name = string_value(node.args[1].value)
+        if name is not None:
+            self.registered.setdefault(self.t.cls, set()).add(name)
+
+    # ---- decisions -----------------------------------------------------------------------
+    def finish(self) -> None:
+        by_name = {c.name.value: c for c in self.facts.class_nodes}
+        for cls, method, attr, node, stmt in self.candidates:
+            if cls in self.overrides or attr in self.registered.get(cls, ()):
+                continue
+            if self.assigned.get(cls, {}).get(attr, 0) != 1:
+                continue  # reassigned (in forward, a reset(), or twice in __init__)
+            if self._inherited_buffer(cls, attr, by_name, set()):
+                continue  # assigning to a buffer a base class registered updates that buffer
+            self_name = method.params.params[0].name.value
+            msg = (f"`{self_name}.{attr}` is a plain tensor attribute: `model.to(device)` does not move it; "
+                   "register it as a buffer")
+            fix = None
+            if (isinstance(node, cst.Assign) and stmt is not None and any(s is node for s in stmt.body)
+                    and _after_super_init(method, stmt) and self._bases_allow(cls, attr, by_name, set())):
+                call = cst.Call(
+                    func=cst.Attribute(cst.Name(self_name), cst.Name("register_buffer")),
+                    args=[
+                        cst.Arg(cst.SimpleString(f'"{attr}"'), comma=_comma()),
+                        cst.Arg(node.value, comma=_comma()),
+                        cst.Arg(cst.Name("False"), keyword=cst.Name("persistent"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))),
+                    ],
+                )
+                fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
+            self.report(node, msg, fix)
+
+    def _inherited_buffer(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
+        """A base class (same file, or a torch.nn layer) may have registered ``attr``."""
+        if cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            if base.keyword is not None:
+                continue
+            q = self.facts.qualname(base.value)
+            if q is not None and q.startswith("torch.nn.") and q not in _MODULE_BASES:
+                if attr in _TORCH_LAYER_BUFFERS:
+                    return True
+                continue
+            d = dotted(base.value)
+            parent = by_name.get(d) if d is not None else None
+            if parent is not None and (attr in self.registered.get(parent, ())
+                                       or self._inherited_buffer(parent, attr, by_name, seen)):
+                return True
+        return False
+
+    def _bases_allow(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
+        """Every base is nn.Module or a same-file Module class that does not set ``attr``."""
+        if cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            if base.keyword is not None:
+                continue
+            if self.facts.qualname(base.value) in _MODULE_BASES:
+                continue
+            d = dotted(base.value)
+            parent = by_name.get(d) if d is not None else None
+            if parent is None or not self.facts.class_nodes.get(parent):
+                return False
+            if (self.assigned.get(parent, {}).get(attr) or attr in self.registered.get(parent, ())
+                    or not self._bases_allow(parent, attr, by_name, seen)):
+                return False
+        return bool(cls.bases)
+
+
+def _comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _flatten(target: cst.BaseExpression):
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _flatten(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _flatten(target.value)
+    else:
+        yield target
+
+
+def _is_super_init(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            f = small.value.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "__init__":
+                recv = f.value
+                if isinstance(recv, cst.Call) and isinstance(recv.func, cst.Name) and recv.func.value == "super":
+                    return True
+                if dotted(recv) is not None and small.value.args:
+                    return True  # nn.Module.__init__(self) / Base.__init__(self, ...)
+    return False
+
+
+def _after_super_init(method: cst.FunctionDef, stmt: cst.CSTNode) -> bool:
+    """``stmt`` is a top-level statement of ``method`` preceded by a super().__init__() call."""
+    body = method.body.body
+    for s in body:
+        if s is stmt:
+            return False
+        if _is_super_init(s):
+            return any(x is stmt for x in body)
+    return False
