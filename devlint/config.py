@@ -94,7 +94,7 @@ def _parse(path: Path, text: str) -> dict:
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         m = _TOML_POS.search(msg)
-        line = int(m.group(1)) if m else None
+        line = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in msg else None)
         raise ConfigError(path, line, None, f"invalid TOML: {_TOML_POS.sub('', msg).strip()}") from None
 
 

@@ -3,8 +3,10 @@
 The code cells are joined into one Python module (so a device variable defined in
 cell 1 is seen in cell 5, and a fix inserts it once), separated by marker comments.
 IPython syntax (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, ``%%cell`` magics) is
-never parsed as Python: each such line becomes a ``pass`` placeholder carrying its
-index, and is put back verbatim after fixing. Findings are mapped back to
+never parsed as Python: each such line becomes a placeholder statement
+(``import devlint_magic_<nonce>_<k>``: a statement valid at any indentation that, like
+the magics that usually open a notebook, keeps the imports block together so a fix's
+device variable goes after ``import torch``), and is put back verbatim after fixing. Findings are mapped back to
 ``cell N, line L`` (N counts every cell, markdown included, from 1).
 
 ``--fix`` rewrites only the ``source`` of the cells that changed and keeps outputs,
@@ -125,7 +127,7 @@ class Notebook:
                 indent = bare[: len(bare) - len(bare.lstrip())] if not in_magic else out_indent
                 if not in_magic:
                     out_indent = indent
-                out.append(f"{indent}pass  # devlint-magic-{self.nonce}-{len(self.magics)}"
+                out.append(f"{indent}import devlint_magic_{self.nonce}_{len(self.magics)}"
                            + line[len(bare):])
                 self.magics.append(bare)
                 in_magic = bare.endswith("\\")
@@ -168,7 +170,7 @@ class Notebook:
         bodies = rest[1::2]
         if head and bodies:
             bodies[0] = head + bodies[0]
-        magic = re.compile(rf"^([ \t]*)pass  # devlint-magic-{self.nonce}-(\d+)$", re.M)
+        magic = re.compile(rf"^([ \t]*)import devlint_magic_{self.nonce}_(\d+)$", re.M)
         used: list[int] = []
 
         def restore(m: re.Match) -> str:
