@@ -189,7 +189,7 @@ def _key_line(text: str, table: tuple[str, ...], key: str) -> Optional[int]:
             current = _split_dotted(h.group(1))
             if current == table and header_line is None:
                 header_line = i
-            if current == table + (key,):
+            if current[: len(table) + 1] == table + (key,):
                 return i
             continue
         k = _KEY.match(line)
