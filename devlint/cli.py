@@ -187,7 +187,7 @@ def _repo_root() -> Path:
 def _check_stdin(name, settings, settings_for, fix, diff, output_format, statistics, exit_zero, fmt_args):
     from devlint.output import FORMATS
     from devlint.output import statistics as print_statistics
-    from devlint.runner import FileOutcome, process_source
+    from devlint.runner import process_source
 
     source = click.get_binary_stream("stdin").read()
     if settings is None:  # excluded by config (--force-exclude): pass the source through untouched
@@ -206,15 +206,13 @@ def _check_stdin(name, settings, settings_for, fix, diff, output_format, statist
         # the fixed source goes to stdout (what editors read back); findings to stderr
         click.get_binary_stream("stdout").write(o.new_source if o.new_source is not None else source)
         sys.stdout.flush()
-        stream = click.get_text_stream("stderr")
+        stream, fmt = click.get_text_stream("stderr"), "text"
     else:
-        stream = click.get_text_stream("stdout")
-    outcome = o if isinstance(o, FileOutcome) else o
+        stream, fmt = click.get_text_stream("stdout"), output_format
     if statistics:
-        print_statistics([outcome], stream, output_format in ("json", "json-lines"), fmt_args["unsafe"])
+        print_statistics([o], stream, fmt in ("json", "json-lines"), fmt_args["unsafe"])
     else:
-        FORMATS[output_format if stream.name != "<stderr>" else "text"](
-            [outcome], stream, errors=[o.display_error()] if o.error else [], **fmt_args)
+        FORMATS[fmt]([o], stream, errors=[o.display_error()] if o.error else [], **fmt_args)
     if o.error:
         sys.exit(EXIT_ERROR)
     remaining = bool(o.diagnostics) or (diff and o.changed)
@@ -279,11 +277,8 @@ def _write_baseline(path, files, outcomes, key) -> None:
         if f.endswith(".ipynb"):
             from devlint.notebook import Notebook
             nb = Notebook(raw)
-            lines_by_cell = {}
             for d in o.diagnostics:
-                idx = d.cell - 1
-                lines_by_cell.setdefault(idx, nb.cells[idx] and _cell_lines(nb, idx))
-                entries.extend(baseline_entries(key(f), lines_by_cell[idx], [d]))
+                entries.extend(baseline_entries(key(f), _cell_lines(nb, d.cell - 1), [d]))
         else:
             entries.extend(baseline_entries(key(f), raw.decode("utf-8", "replace").splitlines(), o.diagnostics))
     write_baseline(path, entries)

@@ -122,7 +122,7 @@ def suppress(source: bytes, filename: str, diags: list[Diagnostic], reports: lis
     """Drop suppressed findings (``# noqa``, file directives, baseline) and add DL100."""
     want_unused = "DL100" in settings.select
     baseline = getattr(settings, "baseline", frozenset())
-    if b"noqa" not in source and not baseline:
+    if (not diags and not want_unused) or (b"noqa" not in source and not baseline):
         return diags, reports
     directives = scan(source) if b"noqa" in source else []
     by_line: dict[int, list[Directive]] = {}

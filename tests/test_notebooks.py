@@ -180,3 +180,16 @@ def test_non_python_and_broken_notebooks(tmp_path, monkeypatch):
     write_nb(tmp_path / "syn.ipynb", notebook([code(["import torch\n"]), code(["x = torch.ones(2).cuda(\n"])]))
     res = run(["check", "--fix", "syn.ipynb"], tmp_path, monkeypatch)
     assert "syn.ipynb:cell 2:" in res.output and "DL000" in res.output
+
+
+def test_baseline_in_notebook_survives_a_new_cell_above(tmp_path, monkeypatch):
+    nb = notebook(CELLS)
+    write_nb(tmp_path / "t.ipynb", nb)
+    res = run(["check", "--baseline", "b.json", "--write-baseline", "t.ipynb"], tmp_path, monkeypatch)
+    assert "Wrote 2 findings" in res.output
+    nb["cells"].insert(1, code(["# a new first code cell\n", "print('hello')"]))
+    nb["cells"].append(code(["q = torch.ones(1).cuda()"]))
+    write_nb(tmp_path / "t.ipynb", nb)
+    res = run(["check", "--baseline", "b.json", "t.ipynb"], tmp_path, monkeypatch)
+    found = [line.split(" [*]")[0] for line in res.output.splitlines() if " DL" in line]
+    assert found == ["t.ipynb:cell 8:1:5:"], res.output
