@@ -18,10 +18,10 @@ unchanged rather than reformatted.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import io
 import json
 import re
-import secrets
 import tokenize
 from dataclasses import replace
 from typing import Optional
@@ -76,7 +76,8 @@ class Notebook:
             raise NotebookError(f"not a valid notebook (invalid JSON: {exc})") from None
         if not isinstance(self.data, dict) or not isinstance(self.data.get("cells"), list):
             raise NotebookError("not a notebook in nbformat 4 (no `cells` list)")
-        self.nonce = secrets.token_hex(4)
+        # deterministic (same notebook, same module: caches work), and no user text has it
+        self.nonce = hashlib.sha256(raw).hexdigest()[:10]
         self.cells: list[dict] = self.data["cells"]
         self.python_kernel = self._is_python()
         self.code: list[tuple[int, str]] = []  # (index into cells, original source text)
