@@ -8,7 +8,7 @@ from pathlib import Path
 
 SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages",
                        "venv", "env", ".venv", ".git", ".hg", ".tox", ".nox", ".eggs"})
-SUFFIXES = (".py",)
+SUFFIXES = (".py", ".ipynb")
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,9 @@ def _skip_dir(entry: os.DirEntry) -> bool:
     return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # a virtualenv
 
 
-def discover(paths: list[str]) -> tuple[list[str], list[PathError]]:
-    """Files given explicitly are always linted; directories are walked."""
+def discover(paths: list[str], skip=None) -> tuple[list[str], list[PathError]]:
+    """Files given explicitly are always linted; directories are walked. ``skip(path, is_dir)``
+    (config excludes, .gitignore) prunes what the walk finds."""
     files: list[str] = []
     errors: list[PathError] = []
     seen: set[str] = set()
@@ -44,7 +45,7 @@ def discover(paths: list[str]) -> tuple[list[str], list[PathError]]:
             errors.append(PathError(raw, "no such file or directory"))
             continue
         if os.path.isdir(raw):
-            _walk(raw, add, errors)
+            _walk(raw, add, errors, skip)
         elif os.path.isfile(raw):
             add(raw)
         else:
@@ -52,7 +53,7 @@ def discover(paths: list[str]) -> tuple[list[str], list[PathError]]:
     return files, errors
 
 
-def _walk(root: str, add, errors: list[PathError]) -> None:
+def _walk(root: str, add, errors: list[PathError], skip=None) -> None:
     visited: set[str] = set()
     stack = [root]
     while stack:
@@ -71,9 +72,9 @@ def _walk(root: str, add, errors: list[PathError]) -> None:
         for e in entries:
             try:
                 if e.is_dir():
-                    if not _skip_dir(e):
+                    if not _skip_dir(e) and not (skip and skip(e.path, True)):
                         subdirs.append(e.path)
-                elif e.name.endswith(SUFFIXES) and e.is_file():
+                elif e.name.endswith(SUFFIXES) and e.is_file() and not (skip and skip(e.path, False)):
                     add(e.path)
             except OSError:
                 continue

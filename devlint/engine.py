@@ -16,6 +16,7 @@ from devlint.diagnostic import Applicability, Diagnostic, Fix
 from devlint.facts import ContextTracker, FileFacts, prescan
 from devlint.fixes import apply_fixes, device_var_name
 from devlint.rule import Report, Rule
+from devlint.suppression import suppress
 
 MAX_FIX_ROUNDS = 10
 
@@ -26,13 +27,16 @@ class Settings:
     unsafe_fixes: bool = False
     fix_style: str = "cuda"  # or "accelerator"
     device_name: str = "device"
+    # (code, line hash) pairs of a baseline that this file's findings are checked against
+    baseline: frozenset = frozenset()
 
     def rules(self) -> tuple[type[Rule], ...]:
         return tuple(r for r in registry.all_rules() if r.code in self.select)
 
     def key(self) -> str:
         """What the results depend on besides the file's content (for caches)."""
-        return repr((sorted(self.select), self.unsafe_fixes, self.fix_style, self.device_name))
+        return repr((sorted(self.select), self.unsafe_fixes, self.fix_style, self.device_name,
+                     sorted(self.baseline)))
 
 
 class FileContext:
@@ -89,7 +93,7 @@ def parse(source: bytes) -> cst.Module:
 def lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
     rules = _prefilter(settings.rules(), source)
     if not rules:
-        return FileResult(filename, [])
+        return FileResult(filename, suppress(source, filename, [], [], settings)[0])
     try:
         module = parse(source)
     except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
@@ -118,6 +122,7 @@ def lint_module(module: cst.Module, source: bytes, filename: str, settings: Sett
     order = sorted(range(len(diags)), key=lambda i: diags[i].sort_key())
     diags = [diags[i] for i in order]
     reports = [ctx.reports[i] for i in order]
+    diags, reports = suppress(source, filename, diags, reports, settings)  # noqa, baseline, DL100
     return FileResult(filename, diags, module, ctx, reports)
 
 

@@ -34,19 +34,27 @@ def all_rules() -> tuple[type[Rule], ...]:
     return tuple(found[c] for c in sorted(found))
 
 
+def meta_rules() -> tuple[type[Rule], ...]:
+    """Codes the engine reports itself, outside the rule traversal (DL100, off by default)."""
+    from devlint.suppression import UnusedNoqa
+
+    return (UnusedNoqa,)
+
+
 def rule_by_code(code: str) -> type[Rule] | None:
     code = code.upper()
-    return next((r for r in all_rules() if r.code == code or r.name == code.lower()), None)
+    return next((r for r in (*all_rules(), *meta_rules()) if r.code == code or r.name == code.lower()), None)
 
 
 def _expand(selector: str) -> set[str]:
     s = selector.strip().upper()
     if not s:
         return set()
-    codes = {r.code for r in all_rules()}
+    known = (*all_rules(), *meta_rules())
+    codes = {r.code for r in known}
     if s == "ALL":
         return codes
-    named = {r.code for r in all_rules() if r.name.upper() == s}
+    named = {r.code for r in known if r.name.upper() == s}
     matched = {c for c in codes if c.startswith(s)} | named
     if not matched:
         raise SelectionError(f"unknown rule selector {selector.strip()!r} (see `devlint rules`)")

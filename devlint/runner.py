@@ -66,6 +66,9 @@ def process_file(path: str, display: str, settings: Settings, fix: bool = False,
         source = read_bytes(path)
     except OSError as exc:
         return FileOutcome(display, error=f"cannot read: {exc.strerror or exc}")
+    if path.endswith(".ipynb"):
+        from devlint.notebook import process_notebook_source
+        return process_notebook_source(source, path, display, settings, fix=fix, diff=diff)
     return process_source(source, path, display, settings, fix=fix, diff=diff)
 
 

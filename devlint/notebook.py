@@ -1,0 +1,275 @@
+"""Jupyter notebooks: lint and fix the code cells of an ``.ipynb`` file.
+
+The code cells are joined into one Python module (so a device variable defined in
+cell 1 is seen in cell 5, and a fix inserts it once), separated by marker comments.
+IPython syntax (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, ``%%cell`` magics) is
+never parsed as Python: each such line becomes a placeholder statement
+(``import devlint_magic_<nonce>_<k>``: a statement valid at any indentation that, like
+the magics that usually open a notebook, keeps the imports block together so a fix's
+device variable goes after ``import torch``), and is put back verbatim after fixing. Findings are mapped back to
+``cell N, line L`` (N counts every cell, markdown included, from 1).
+
+``--fix`` rewrites only the ``source`` of the cells that changed and keeps outputs,
+metadata and the file's JSON formatting (indent, key order, ASCII escaping, final
+newline). A notebook whose formatting cannot be reproduced exactly is reported and left
+unchanged rather than reformatted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import io
+import json
+import re
+import tokenize
+from dataclasses import replace
+from typing import Optional
+
+from devlint.diagnostic import Diagnostic
+
+
+class NotebookError(ValueError):
+    pass
+
+
+_MAGIC_START = re.compile(r"^\s*(?:[%!?/,;]|[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%])")
+_HELP = re.compile(r"^\s*[A-Za-z_][\w.\[\]()'\"]*\?{1,2}\s*$")
+
+
+def _is_magic(line: str) -> bool:
+    return bool(_MAGIC_START.match(line) or _HELP.match(line))
+
+
+def _incomplete(buf: str) -> bool:
+    """True while ``buf`` is an unfinished logical line (open bracket/string, ``\\``)."""
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(buf).readline):
+            pass
+    except tokenize.TokenError:
+        return True
+    except (SyntaxError, ValueError):
+        return False
+    return False
+
+
+def _source_text(cell: dict) -> str:
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        if not all(isinstance(s, str) for s in src):
+            raise NotebookError("a cell's source is not text")
+        return "".join(src)
+    if not isinstance(src, str):
+        raise NotebookError("a cell's source is not text")
+    return src
+
+
+class Notebook:
+    """One parsed notebook and its code cells as one Python module."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        try:
+            self.text = raw.decode("utf-8")
+            self.data = json.loads(self.text)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise NotebookError(f"not a valid notebook (invalid JSON: {exc})") from None
+        if not isinstance(self.data, dict) or not isinstance(self.data.get("cells"), list):
+            raise NotebookError("not a notebook in nbformat 4 (no `cells` list)")
+        # deterministic (same notebook, same module: caches work), and no user text has it
+        self.nonce = hashlib.sha256(raw).hexdigest()[:10]
+        self.cells: list[dict] = self.data["cells"]
+        self.python_kernel = self._is_python()
+        self.code: list[tuple[int, str]] = []  # (index into cells, original source text)
+        self.magics: list[str] = []
+        parts: list[str] = []
+        self.starts: list[tuple[int, int, int]] = []  # (first python line, n lines, cell index)
+        line = 1
+        for i, cell in enumerate(self.cells):
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                continue
+            text = _source_text(cell)
+            if text.lstrip().startswith("%%"):
+                continue  # a cell magic: the whole cell is not Python
+            body = self._mask(text)
+            if body and not body.endswith("\n"):
+                body += "\n"
+            parts.append(f"{self._marker(len(self.code))}\n")
+            line += 1
+            n = body.count("\n")
+            self.starts.append((line, n, i))
+            line += n
+            parts.append(body)
+            self.code.append((i, text))
+        self.python = "".join(parts).encode("utf-8")
+
+    def _is_python(self) -> bool:
+        meta = self.data.get("metadata") or {}
+        lang = None
+        if isinstance(meta, dict):
+            info = meta.get("language_info")
+            spec = meta.get("kernelspec")
+            if isinstance(info, dict) and isinstance(info.get("name"), str):
+                lang = info["name"]
+            elif isinstance(spec, dict) and isinstance(spec.get("language"), str):
+                lang = spec["language"]
+        return lang is None or lang.lower() in ("python", "python3", "ipython", "ipython3")
+
+    def _marker(self, k: int) -> str:
+        return f"# devlint-cell-{self.nonce}-{k}"
+
+    def _mask(self, text: str) -> str:
+        out: list[str] = []
+        buf = ""
+        in_magic = False
+        for line in text.splitlines(keepends=True):
+            bare = line.rstrip("\r\n")
+            if in_magic or (not buf and _is_magic(bare)):
+                indent = bare[: len(bare) - len(bare.lstrip())] if not in_magic else out_indent
+                if not in_magic:
+                    out_indent = indent
+                out.append(f"{indent}import devlint_magic_{self.nonce}_{len(self.magics)}"
+                           + line[len(bare):])
+                self.magics.append(bare)
+                in_magic = bare.endswith("\\")
+                continue
+            out.append(line)
+            buf += line
+            if not _incomplete(buf):
+                buf = ""
+        return "".join(out)
+
+    # locations -------------------------------------------------------------------------
+    def locate(self, line: int) -> tuple[int, int]:
+        """Python line -> (cell number from 1, line in the cell from 1)."""
+        best = self.starts[0] if self.starts else (1, 0, 0)
+        for start in self.starts:
+            if start[0] <= line:
+                best = start
+        first, n, idx = best
+        return idx + 1, max(1, min(line - first + 1, max(n, 1)))
+
+    def map_diagnostic(self, d: Diagnostic) -> Diagnostic:
+        cell, line = self.locate(d.line)
+        end_cell, end_line = self.locate(d.end_line)
+        if end_cell != cell:
+            end_line, end_col = line, d.column
+        else:
+            end_col = d.end_column
+        return replace(d, cell=cell, line=line, end_line=end_line, end_column=end_col)
+
+    # writing -----------------------------------------------------------------------------
+    def new_sources(self, python: bytes) -> dict[int, str]:
+        """Cell index -> new source text, for the cells a fix changed."""
+        text = python.decode("utf-8")
+        marker = re.compile(rf"^# devlint-cell-{self.nonce}-(\d+)\r?\n?", re.M)
+        pieces = marker.split(text)
+        head, rest = pieces[0], pieces[1:]
+        ids = [int(x) for x in rest[0::2]]
+        if ids != list(range(len(self.code))):
+            raise NotebookError("a fix moved a cell boundary; notebook left unchanged")
+        bodies = rest[1::2]
+        if head and bodies:
+            bodies[0] = head + bodies[0]
+        magic = re.compile(rf"^([ \t]*)import devlint_magic_{self.nonce}_(\d+)$", re.M)
+        used: list[int] = []
+
+        def restore(m: re.Match) -> str:
+            k = int(m.group(2))
+            used.append(k)
+            original = self.magics[k]
+            if not original.startswith(m.group(1)) or original[len(m.group(1)):][:1] in (" ", "\t"):
+                return m.group(1) + original.lstrip()
+            return original
+
+        changed: dict[int, str] = {}
+        for (idx, original), body in zip(self.code, bodies):
+            new = magic.sub(restore, body)
+            if not original.endswith("\n") and new.endswith("\n"):
+                new = new[:-1]
+            if new != original:
+                changed[idx] = new
+        if sorted(used) != list(range(len(self.magics))):
+            raise NotebookError("a fix moved an IPython magic line; notebook left unchanged")
+        return changed
+
+    def render(self, changed: dict[int, str]) -> bytes:
+        """The notebook's bytes with the changed cells' sources, formatted like the input."""
+        dump = self._dumper()
+        for idx, src in changed.items():
+            cell = self.cells[idx]
+            if isinstance(cell.get("source"), list):
+                cell["source"] = src.splitlines(keepends=True)
+            else:
+                cell["source"] = src
+        return dump(self.data).encode("utf-8")
+
+    def _dumper(self):
+        text = self.text
+        trailing = text[len(text.rstrip("\r\n")):]
+        m = re.match(r"\{\r?\n([ \t]+)", text)
+        indents: list = [m.group(1) if m and "\t" in m.group(1) else len(m.group(1))] if m else [None]
+        for indent in indents:
+            for ascii_ in (False, True):
+                for seps in ((",", ": "), (", ", ": ")):
+                    def dump(obj, indent=indent, ascii_=ascii_, seps=seps):
+                        body = json.dumps(obj, indent=indent, ensure_ascii=ascii_,
+                                          separators=seps if indent is not None else None)
+                        if "\r\n" in trailing:
+                            body = body.replace("\n", "\r\n")
+                        return body + trailing
+                    if dump(json.loads(text)) == text:
+                        return dump
+        raise NotebookError("cannot rewrite without changing its JSON formatting; left unchanged")
+
+    def cell_diff(self, display: str, changed: dict[int, str]) -> str:
+        out = []
+        for idx in sorted(changed):
+            old = _source_text(self.cells[idx]).splitlines(keepends=True)
+            new = changed[idx].splitlines(keepends=True)
+            for seq in (old, new):
+                if seq and not seq[-1].endswith("\n"):
+                    seq[-1] += "\n"
+            name = f"{display.lstrip('/')}:cell {idx + 1}"
+            out.append("".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}")))
+        return "".join(out)
+
+
+def process_notebook_source(raw: bytes, path: Optional[str], display: str, settings, fix: bool = False,
+                            diff: bool = False):
+    """Lint (and fix) a notebook's bytes; returns a :class:`devlint.runner.FileOutcome`."""
+    from devlint.runner import FileOutcome, atomic_write, process_source
+
+    try:
+        nb = Notebook(raw)
+    except NotebookError as exc:
+        return FileOutcome(display, error=str(exc))
+    if not nb.python_kernel or not nb.code:
+        return FileOutcome(display, new_source=raw)
+    out = process_source(nb.python, None, display, settings, fix=fix or diff, diff=False)
+    out.diagnostics = [nb.map_diagnostic(d) for d in out.diagnostics]
+    out.diff = ""
+    if out.error or not out.changed:
+        out.changed = False
+        out.new_source = raw
+        return out
+    try:
+        changed = nb.new_sources(out.new_source)
+        if diff:
+            out.diff = nb.cell_diff(display, changed)
+        new_raw = nb.render(changed)
+    except NotebookError as exc:
+        first = process_source(nb.python, None, display, settings)  # the findings as they stand
+        return FileOutcome(display, [nb.map_diagnostic(d) for d in first.diagnostics], error=str(exc),
+                           new_source=raw)
+    out.changed = bool(changed)
+    out.new_source = new_raw
+    if fix and not diff and path is not None and changed:
+        try:
+            atomic_write(path, new_raw, raw)
+        except OSError as exc:
+            first = process_source(nb.python, None, display, settings)
+            return FileOutcome(display, [nb.map_diagnostic(d) for d in first.diagnostics],
+                               error=f"cannot write: {exc.strerror or exc}", new_source=raw)
+    return out
+
