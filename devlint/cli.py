@@ -45,14 +45,19 @@ def main() -> None:
               help="Name of the device variable fixes insert.")
 @click.option("--fix-style", type=click.Choice(["cuda", "accelerator"]), default="cuda", show_default=True,
               help="Form of the inserted device variable.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0,
+              help="Worker processes (default 0: one per CPU; 1: no pool).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Where lint results are cached [default: .devlint_cache, or $DEVLINT_CACHE_DIR].")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_format, exit_zero,
-          device_name, fix_style) -> None:
+          device_name, fix_style, jobs, cache_dir, no_cache) -> None:
     """Lint PATHS (files or directories; default: the current directory)."""
     from devlint import registry
     from devlint.discovery import discover, display_path
     from devlint.engine import Settings
     from devlint.output import FORMATS
-    from devlint.runner import process_file
+    from devlint.runner import run_files
 
     try:
         codes = registry.resolve(
@@ -68,12 +73,16 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
     files, path_errors = discover(list(paths) or ["."])
     for err in path_errors:
         click.echo(f"devlint: error: {err}", err=True)
-    outcomes = []
-    for f in files:
-        o = process_file(f, display_path(f), settings, fix=fix and not diff, diff=diff)
+    cache = None
+    if not no_cache:
+        from devlint.cache import Cache, default_dir
+
+        cache = Cache(cache_dir or default_dir(), settings.key())
+    outcomes = run_files([(f, display_path(f)) for f in files], settings, fix=fix and not diff, diff=diff,
+                         jobs=jobs, cache=cache)
+    for o in outcomes:
         if o.error:
             click.echo(f"devlint: error: {o.display_error()}", err=True)
-        outcomes.append(o)
     FORMATS[output_format](outcomes, click.get_text_stream("stdout"), fix=fix and not diff, diff=diff,
                            unsafe=unsafe_fixes, color=sys.stdout.isatty())
     if path_errors or any(o.error for o in outcomes):
@@ -103,3 +112,18 @@ def show_rule(code: str) -> None:
         _fail(f"unknown rule {code!r} (see `devlint rules`)")
     default = "on by default" if r.default_enabled else "off by default (select it to enable)"
     click.echo(f"# {r.code} {r.name}\n\n{r.summary} ({default}).\n\n{r.docs()}")
+
+
+@main.command("clean")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="The cache to remove [default: .devlint_cache, or $DEVLINT_CACHE_DIR].")
+def clean_cache(cache_dir) -> None:
+    """Remove the lint-result cache."""
+    from devlint.cache import clean, default_dir
+
+    path = cache_dir or default_dir()
+    try:
+        removed = clean(path)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    click.echo(f"Removed {path}" if removed else f"No cache at {path}")
