@@ -92,9 +92,20 @@ def child_fields(node: cst.CSTNode) -> tuple[str, ...]:
     entry = _ORDERS.get(t)
     if entry is None:
         order = _record(node)
-        cond = tuple(f.name for f in dataclasses.fields(t)
-                     if f.name not in order and getattr(node, f.name) is None)
-        entry = _ORDERS[t] = (cond, {tuple(True for _ in cond): order})
+        cond = []
+        for fld in dataclasses.fields(t):
+            value = getattr(node, fld.name)
+            if value is None:
+                if fld.name not in order:
+                    cond.append(fld.name)  # maybe visited only when set
+            elif fld.name in order and "Optional" in str(fld.type):
+                try:  # is it still visited when None?
+                    alt = _record(node.with_changes(**{fld.name: None}))
+                except Exception:  # noqa: BLE001 - None is not valid here: never skipped
+                    continue
+                if fld.name not in alt:
+                    cond.append(fld.name)
+        entry = _ORDERS[t] = (tuple(cond), {})
     cond, orders = entry
     pattern = tuple(getattr(node, f) is None for f in cond)
     order = orders.get(pattern)
