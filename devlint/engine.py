@@ -108,7 +108,7 @@ def lint_module(module: cst.Module, source: bytes, filename: str, settings: Sett
     diags: list[Diagnostic] = []
     if ctx.reports:
         # positions cost a code generation: only for files with findings, only reported nodes
-        positions = node_positions(module, [rep.node for rep in ctx.reports])
+        positions = node_positions(module, [rep.node for rep in ctx.reports], source)
         for rep in ctx.reports:
             rng = positions[rep.node]
             diags.append(Diagnostic(rep.rule.code, rep.rule.name, rep.message, filename,

@@ -229,8 +229,11 @@ class _OffsetState(CodegenState):
         self.offset += len(value)
 
     def pop_trailing_newline(self) -> None:
+        # positions were taken with the newline in place (as PositionProvider's are)
         if self.tokens:
-            self.offset -= len(self.tokens.pop())
+            self.popped = self.tokens.pop()
+
+    popped = ""
 
     def before_codegen(self, node) -> None:
         self.stack.append(self.offset)
@@ -254,20 +257,90 @@ class _OffsetState(CodegenState):
             self.ranges[node] = (start, end)
 
 
-def positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict:
-    """``{node: CodeRange}`` for ``nodes`` (0-based columns, as ``PositionProvider``)."""
-    state = _OffsetState(module.default_indent, module.default_newline)
-    module._codegen(state)
-    code = "".join(state.tokens)
-    starts = [0] + [m.end() for m in _NEWLINE.finditer(code)]
+def _line_starts(code: str) -> list[int]:
+    return [0] + [m.end() for m in _NEWLINE.finditer(code)]
 
+
+def _to_range(starts: list[int], r: tuple) -> CodeRange:
     def pos(offset: int) -> CodePosition:
         i = bisect.bisect_right(starts, offset) - 1
         return CodePosition(i + 1, offset - starts[i])
 
-    out = {}
-    for n in nodes:
-        r: Optional[tuple] = state.ranges.get(n)
-        if r is not None:
-            out[n] = CodeRange(pos(r[0]), pos(r[1]))
-    return out
+    return CodeRange(pos(r[0]), pos(r[1]))
+
+
+def _contained(stmt: cst.CSTNode, targets: set) -> bool:
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if n in targets:
+            return True
+        for f in child_fields(n):
+            v = getattr(n, f)
+            if isinstance(v, cst.CSTNode):
+                stack.append(v)
+            elif isinstance(v, (list, tuple)):
+                stack.extend(c for c in v if isinstance(c, cst.CSTNode))
+    return False
+
+
+def _located(text: str, code: str) -> Optional[int]:
+    """The one offset at the start of a line where ``code`` occurs in ``text``."""
+    found = None
+    i = text.find(code)
+    while i != -1:
+        if i == 0 or text[i - 1] in "\r\n":
+            if found is not None:
+                return None  # twice (say, in a docstring too): ambiguous
+            found = i
+        i = text.find(code, i + 1)
+    return found
+
+
+def _positions_by_statement(module: cst.Module, source: bytes, nodes: list) -> Optional[dict]:
+    """Generate code only for the top-level statements holding ``nodes`` and find each
+    in the source text; None when that cannot be done unambiguously."""
+    try:
+        text = source.decode(module.encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    if text.startswith("\ufeff"):
+        return None
+    targets = set(nodes)
+    ranges: dict = {}
+    for stmt in module.body:
+        if not targets:
+            break
+        if not _contained(stmt, targets):
+            continue
+        state = _OffsetState(module.default_indent, module.default_newline)
+        stmt._codegen(state)
+        base = _located(text, "".join(state.tokens))
+        if base is None:
+            return None
+        for n in list(targets):
+            r = state.ranges.get(n)
+            if r is not None:
+                ranges[n] = (base + r[0], base + r[1])
+                targets.discard(n)
+    if targets:
+        return None  # a node outside the body (header/footer comments)
+    starts = _line_starts(text)
+    return {n: _to_range(starts, r) for n, r in ranges.items()}
+
+
+def positions(module: cst.Module, nodes: Iterable[cst.CSTNode], source: Optional[bytes] = None) -> dict:
+    """``{node: CodeRange}`` for ``nodes`` (0-based columns, as ``PositionProvider``).
+
+    With the module's ``source``, only the top-level statements that hold ``nodes`` are
+    generated (and located in the source); otherwise, or when that is ambiguous, the
+    whole module is."""
+    nodes = list(nodes)
+    if source is not None:
+        out = _positions_by_statement(module, source, nodes)
+        if out is not None:
+            return out
+    state = _OffsetState(module.default_indent, module.default_newline)
+    module._codegen(state)
+    starts = _line_starts("".join(state.tokens) + state.popped)
+    return {n: _to_range(starts, state.ranges[n]) for n in nodes if n in state.ranges}

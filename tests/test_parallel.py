@@ -157,11 +157,38 @@ def test_positions_match_position_provider(name, source):
     assert got == dict(expected)
 
 
-def test_positions_with_crlf_and_tabs():
-    src = b"import torch\r\nif True:\r\n\tx = torch.ones(2).cuda()\r\n"
+@pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
+def test_statement_positions_match_position_provider(name, source):
+    """Generating only the statements that hold the nodes gives the same ranges."""
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    everything = list(expected)
+    assert walk.positions(module, everything, source) == dict(expected)
+    calls = [n for n in everything if isinstance(n, cst.Call)]
+    some = calls[len(calls) // 2: len(calls) // 2 + 3] + calls[-1:]
+    assert walk.positions(module, some, source) == {n: expected[n] for n in some}
+
+
+ODD = {
+    "crlf-tabs": b"import torch\r\nif True:\r\n\tx = torch.ones(2).cuda()\r\n",
+    "no-trailing-newline": b"import torch\nx = torch.ones(2).cuda()",
+    "bom": b"\xef\xbb\xbfimport torch\nx = torch.ones(2).cuda()\n",
+    "latin-1": b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9t\xe9'; x = torch.ones(2).cuda()\n",
+    "duplicate-in-docstring": b'"""\nx = torch.ones(2).cuda()\n"""\nimport torch\nx = torch.ones(2).cuda()\n',
+    "duplicate-statement": b"import torch\nx = torch.ones(2).cuda()\nx = torch.ones(2).cuda()\n",
+    "comment-only-tail": b"import torch\nx = torch.ones(2).cuda()\n# the end\n",
+}
+
+
+@pytest.mark.parametrize("name", list(ODD))
+def test_positions_of_odd_files(name):
+    src = ODD[name]
     module = cst.parse_module(src)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert walk.positions(module, list(expected)) == dict(expected)
+    assert walk.positions(module, list(expected), src) == dict(expected)
+    calls = [n for n in expected if isinstance(n, cst.Call)]
+    assert walk.positions(module, calls[-1:], src) == {calls[-1]: expected[calls[-1]]}
 
 
 # ---- --jobs 1 vs --jobs 2 ---------------------------------------------------------------
