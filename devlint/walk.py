@@ -89,6 +89,9 @@ def child_fields(node: cst.CSTNode) -> tuple[str, ...]:
     (``FormattedStringExpression.format_spec``): those fields are found when the type is
     first seen, and the order is then kept per None-pattern of them."""
     t = type(node)
+    order = _STATIC.get(t)
+    if order is not None:
+        return order
     entry = _ORDERS.get(t)
     if entry is None:
         order = _record(node)
@@ -111,7 +114,12 @@ def child_fields(node: cst.CSTNode) -> tuple[str, ...]:
     order = orders.get(pattern)
     if order is None:
         order = orders[pattern] = _record(node)
+    if not cond:
+        _STATIC[t] = order
     return order
+
+
+_STATIC: dict[type, tuple[str, ...]] = {}  # types whose order never varies
 
 
 def conditional_fields(node: cst.CSTNode) -> tuple[str, ...]:
@@ -239,9 +247,11 @@ class _OffsetState(CodegenState):
         self.stack.append(self.offset)
 
     def after_codegen(self, node) -> None:
+        # keyed on id(): CSTNode.__hash__ is a Python-level call, and every node of
+        # the tree is alive while its module is
         start = self.stack.pop()
-        if node not in self.ranges:
-            self.ranges[node] = (start, self.offset)
+        if id(node) not in self.ranges:
+            self.ranges[id(node)] = (start, self.offset)
 
     @contextmanager
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
@@ -251,10 +261,10 @@ class _OffsetState(CodegenState):
         finally:
             end = self.offset
             if start_node is not None:
-                start = self.ranges[start_node][0]
+                start = self.ranges[id(start_node)][0]
             if end_node is not None:
-                end = self.ranges[end_node][1]
-            self.ranges[node] = (start, end)
+                end = self.ranges[id(end_node)][1]
+            self.ranges[id(node)] = (start, end)
 
 
 def _line_starts(code: str) -> list[int]:
@@ -269,19 +279,46 @@ def _to_range(starts: list[int], r: tuple) -> CodeRange:
     return CodeRange(pos(r[0]), pos(r[1]))
 
 
-def _contained(stmt: cst.CSTNode, targets: set) -> bool:
+_ENTER: dict[type, int] = {}  # type -> 1: a node to search, 2: a sequence, 0: neither
+
+
+def _enter(t: type) -> int:
+    if issubclass(t, cst.CSTNode):
+        k = 0 if t in TRIVIA else 1
+    else:
+        k = 2 if issubclass(t, (list, tuple)) else 0
+    _ENTER[t] = k
+    return k
+
+
+def _found(stmt: cst.CSTNode, targets: set) -> set:
+    """The nodes of ``targets`` inside ``stmt`` (trivia is not searched: a reported
+    comment or comma is simply not found, and the caller falls back to the slow path)."""
+    out = set()
+    ids = {id(t) for t in targets}
     stack = [stmt]
+    pop, push, enter = stack.pop, stack.append, _ENTER.get
     while stack:
-        n = stack.pop()
-        if n in targets:
-            return True
+        n = pop()
+        if id(n) in ids:
+            out.add(n)
+            if len(out) == len(ids):
+                break
         for f in child_fields(n):
             v = getattr(n, f)
-            if isinstance(v, cst.CSTNode):
-                stack.append(v)
-            elif isinstance(v, (list, tuple)):
-                stack.extend(c for c in v if isinstance(c, cst.CSTNode))
-    return False
+            k = enter(type(v))
+            if k is None:
+                k = _enter(type(v))
+            if k == 1:
+                push(v)
+            elif k == 2:
+                for c in v:
+                    kc = enter(type(c))
+                    if kc is None:
+                        kc = _enter(type(c))
+                    if kc == 1:
+                        push(c)
+    return out
 
 
 def _located(text: str, code: str) -> Optional[int]:
@@ -297,9 +334,34 @@ def _located(text: str, code: str) -> Optional[int]:
     return found
 
 
+def _locate(module: cst.Module, text: str, stmt, indents: list, targets: set, ranges: dict) -> bool:
+    """Record the text ranges of ``targets`` (all inside ``stmt``): inside a class or a
+    function, only the body statements that hold them are generated; False when a
+    generated statement cannot be found exactly once in ``text``."""
+    if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and isinstance(stmt.body, cst.IndentedBlock):
+        inner = [(s, _found(s, targets)) for s in stmt.body.body]
+        inner = [(s, f) for s, f in inner if f]
+        if sum(len(f) for _, f in inner) == len(targets):
+            indent = stmt.body.indent if stmt.body.indent is not None else module.default_indent
+            if all(_locate(module, text, s, indents + [indent], f, ranges) for s, f in inner):
+                return True
+    state = _OffsetState(module.default_indent, module.default_newline)
+    state.indent_tokens = list(indents)
+    stmt._codegen(state)
+    base = _located(text, "".join(state.tokens))
+    if base is None:
+        return False
+    for n in targets:
+        r = state.ranges.get(id(n))
+        if r is None:
+            return False
+        ranges[n] = (base + r[0], base + r[1])
+    return True
+
+
 def _positions_by_statement(module: cst.Module, source: bytes, nodes: list) -> Optional[dict]:
-    """Generate code only for the top-level statements holding ``nodes`` and find each
-    in the source text; None when that cannot be done unambiguously."""
+    """Generate code only for the statements holding ``nodes`` and find each in the
+    source text; None when that cannot be done unambiguously."""
     try:
         text = source.decode(module.encoding)
     except (UnicodeDecodeError, LookupError):
@@ -309,21 +371,12 @@ def _positions_by_statement(module: cst.Module, source: bytes, nodes: list) -> O
     targets = set(nodes)
     ranges: dict = {}
     for stmt in module.body:
-        if not targets:
+        if len(ranges) == len(targets):
             break
-        if not _contained(stmt, targets):
-            continue
-        state = _OffsetState(module.default_indent, module.default_newline)
-        stmt._codegen(state)
-        base = _located(text, "".join(state.tokens))
-        if base is None:
+        found = _found(stmt, targets)
+        if found and not _locate(module, text, stmt, [], found, ranges):
             return None
-        for n in list(targets):
-            r = state.ranges.get(n)
-            if r is not None:
-                ranges[n] = (base + r[0], base + r[1])
-                targets.discard(n)
-    if targets:
+    if len(ranges) != len(targets):
         return None  # a node outside the body (header/footer comments)
     starts = _line_starts(text)
     return {n: _to_range(starts, r) for n, r in ranges.items()}
@@ -343,4 +396,4 @@ def positions(module: cst.Module, nodes: Iterable[cst.CSTNode], source: Optional
     state = _OffsetState(module.default_indent, module.default_newline)
     module._codegen(state)
     starts = _line_starts("".join(state.tokens) + state.popped)
-    return {n: _to_range(starts, state.ranges[n]) for n in nodes if n in state.ranges}
+    return {n: _to_range(starts, state.ranges[id(n)]) for n in nodes if id(n) in state.ranges}
