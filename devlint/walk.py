@@ -101,7 +101,7 @@ def child_fields(node: cst.CSTNode) -> tuple[str, ...]:
             if value is None:
                 if fld.name not in order:
                     cond.append(fld.name)  # maybe visited only when set
-            elif fld.name in order and "Optional" in str(fld.type):
+            elif fld.name in order and ("Optional" in str(fld.type) or "None" in str(fld.type)):
                 try:  # is it still visited when None?
                     alt = _record(node.with_changes(**{fld.name: None}))
                 except Exception:  # noqa: BLE001 - None is not valid here: never skipped
