@@ -60,11 +60,16 @@ def main() -> None:
 @click.option("--baseline", type=click.Path(dir_okay=False),
               help="Hide findings recorded in this baseline file (path + code + line text).")
 @click.option("--write-baseline", is_flag=True, help="Write the current findings to the --baseline file.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0,
+              help="Worker processes (default 0: one per CPU; 1: no pool).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Where lint results are cached [default: .devlint_cache, or $DEVLINT_CACHE_DIR].")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--stdin-filename", default=None,
               help="Read the source from stdin, linted as this path (with --fix: fixed source to stdout).")
 def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_format, statistics,
           exit_zero, device_name, fix_style, config_file, isolated, exclude, extend_exclude, force_exclude,
-          add_noqa, baseline, write_baseline, stdin_filename) -> None:
+          add_noqa, baseline, write_baseline, jobs, cache_dir, no_cache, stdin_filename) -> None:
     """Lint PATHS (files or directories; default: the current directory)."""
     import dataclasses
 
@@ -74,7 +79,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
     from devlint.engine import Settings
     from devlint.output import FORMATS
     from devlint.output import statistics as print_statistics
-    from devlint.runner import process_file
+    from devlint.runner import run_files
 
     if write_baseline and not baseline:
         _fail("--write-baseline needs --baseline FILE")
@@ -152,12 +157,16 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         _add_noqa(files, settings_for)
         sys.exit(EXIT_ERROR if path_errors else EXIT_CLEAN)
 
-    outcomes = []
-    for f in files:
-        o = process_file(f, display_path(f), settings_for(f), fix=fix and not diff, diff=diff)
+    cache = None
+    if not no_cache:
+        from devlint.cache import Cache, default_dir
+
+        cache = Cache(cache_dir or default_dir(), base.key())
+    outcomes = run_files([(f, display_path(f)) for f in files], base, fix=fix and not diff, diff=diff,
+                         jobs=jobs, cache=cache, settings_for=settings_for)
+    for o in outcomes:
         if o.error:
             click.echo(f"devlint: error: {o.display_error()}", err=True)
-        outcomes.append(o)
     errors = [str(e) for e in path_errors] + [o.display_error() for o in outcomes if o.error]
 
     if write_baseline:
@@ -314,3 +323,18 @@ def show_rule(code: str) -> None:
         _fail(f"unknown rule {code!r} (see `devlint rules`)")
     default = "on by default" if r.default_enabled else "off by default (select it to enable)"
     click.echo(f"# {r.code} {r.name}\n\n{r.summary} ({default}).\n\n{r.docs()}")
+
+
+@main.command("clean")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="The cache to remove [default: .devlint_cache, or $DEVLINT_CACHE_DIR].")
+def clean_cache(cache_dir) -> None:
+    """Remove the lint-result cache."""
+    from devlint.cache import clean, default_dir
+
+    path = cache_dir or default_dir()
+    try:
+        removed = clean(path)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    click.echo(f"Removed {path}" if removed else f"No cache at {path}")

@@ -14,9 +14,11 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
+
 
 from devlint import registry
 
@@ -222,9 +224,9 @@ class PathFilter:
 
     def __init__(self, root: Path, patterns: tuple[str, ...] = (), respect_gitignore: bool = True) -> None:
         self.root = Path(root).absolute()
-        self.spec = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
+        self.spec = _gitignore_spec(patterns) if patterns else None
         self.respect_gitignore = respect_gitignore
-        self._ignore_files: dict[str, Optional[pathspec.GitIgnoreSpec]] = {}
+        self._ignore_files: dict[str, Optional["pathspec.GitIgnoreSpec"]] = {}
         self._git_roots: dict[str, Optional[str]] = {}
 
     def excluded(self, path: str, is_dir: bool = False, ancestors: bool = False) -> bool:
@@ -261,7 +263,7 @@ class PathFilter:
         self._git_roots[d] = root
         return root
 
-    def _spec_for(self, d: str, git_root: str) -> Optional[pathspec.GitIgnoreSpec]:
+    def _spec_for(self, d: str, git_root: str) -> Optional["pathspec.GitIgnoreSpec"]:
         if d not in self._ignore_files:
             lines: list[str] = []
             sources = [os.path.join(d, ".gitignore")]
@@ -273,7 +275,7 @@ class PathFilter:
                         lines.extend(fh.read().splitlines())
                 except OSError:
                     continue
-            self._ignore_files[d] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self._ignore_files[d] = _gitignore_spec(lines) if lines else None
         return self._ignore_files[d]
 
     def _gitignored(self, ap: str, is_dir: bool) -> bool:
@@ -297,7 +299,7 @@ class PathFilter:
 class PerFileIgnores:
     def __init__(self, root: Path, entries: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
         self.root = Path(root).absolute()
-        self.entries = [(pathspec.GitIgnoreSpec.from_lines([glob]), registry.resolve(codes))
+        self.entries = [(_gitignore_spec([glob]), registry.resolve(codes))
                         for glob, codes in entries]
 
     def codes_for(self, path: str) -> frozenset[str]:
@@ -311,3 +313,11 @@ class PerFileIgnores:
             if spec.match_file(rel):
                 out |= codes
         return frozenset(out)
+
+
+def _gitignore_spec(lines):
+    """pathspec is imported only when there are patterns to match: it pulls in asyncio
+    and concurrent.futures, which a one-file hook run must not pay for."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
-from libcst._batched_visitor import visit_batched
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint import registry
 from devlint.diagnostic import Applicability, Diagnostic, Fix
@@ -17,6 +15,7 @@ from devlint.facts import ContextTracker, FileFacts, prescan
 from devlint.fixes import apply_fixes, device_var_name
 from devlint.rule import Report, Rule
 from devlint.suppression import suppress
+from devlint.walk import positions as node_positions, visit_batched
 
 MAX_FIX_ROUNDS = 10
 
@@ -112,8 +111,8 @@ def lint_module(module: cst.Module, source: bytes, filename: str, settings: Sett
         inst.finish()
     diags: list[Diagnostic] = []
     if ctx.reports:
-        # positions cost a full code generation: only for files with findings
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        # positions cost a code generation: only for files with findings, only reported nodes
+        positions = node_positions(module, [rep.node for rep in ctx.reports], source)
         for rep in ctx.reports:
             rng = positions[rep.node]
             diags.append(Diagnostic(rep.rule.code, rep.rule.name, rep.message, filename,

@@ -595,6 +595,21 @@ def prescan(module: cst.Module, source: bytes) -> FileFacts:
 _LOOPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
+_VISITOR_NAMES: dict = {}
+
+
+def visitor_names(cls: type) -> tuple:
+    """The ``visit_*``/``leave_*`` method names of a visitor class, found once per class
+    (``BatchableCSTVisitor.get_visitors`` introspects with ``inspect.getmembers``)."""
+    names = _VISITOR_NAMES.get(cls)
+    if names is None:
+        names = _VISITOR_NAMES[cls] = tuple(
+            n for n in dir(cls)
+            if (n.startswith("visit_") or n.startswith("leave_")) and callable(getattr(cls, n, None))
+            and not getattr(getattr(cls, n), "_is_no_op", False))
+    return names
+
+
 @dataclass
 class _Block:
     guarded: bool = False
@@ -618,9 +633,10 @@ class ContextTracker(BatchableCSTVisitor):
         self.statement: Optional[cst.CSTNode] = None  # innermost simple statement line
         self.seen_statements: set = set()  # statements already entered, in source order
         self.closer = _Closer(self)
+        self._polarity: dict = {}  # test node -> guard_polarity (facts are fixed by now)
 
     def get_visitors(self):
-        return {k: v for k, v in super().get_visitors().items() if k.startswith("visit_")}
+        return {k: getattr(self, k) for k in visitor_names(type(self)) if k.startswith("visit_")}
 
     # ---- queries rules use ------------------------------------------------------
     @property
@@ -726,12 +742,19 @@ class ContextTracker(BatchableCSTVisitor):
         self.loops.append(node)
 
     # ---- guards --------------------------------------------------------------------
+    def polarity(self, test) -> int:
+        """``facts.guard_polarity(test)``, computed once per node during the traversal."""
+        p = self._polarity.get(test)
+        if p is None:
+            p = self._polarity[test] = self.facts.guard_polarity(test)
+        return p
+
     def _push_if(self, test, want: int) -> None:
-        if self.facts.guard_polarity(test) == want:
+        if self.polarity(test) == want:
             self.guard_depth += 1
 
     def _pop_if(self, test, want: int) -> None:
-        if self.facts.guard_polarity(test) == want:
+        if self.polarity(test) == want:
             self.guard_depth -= 1
 
     def visit_If_body(self, node: cst.If) -> None:
@@ -789,20 +812,20 @@ class _Closer(BatchableCSTVisitor):
         self.t = t
 
     def get_visitors(self):
-        out = {k: v for k, v in BatchableCSTVisitor.get_visitors(self.t).items() if k.startswith("leave_")}
-        out.update(BatchableCSTVisitor.get_visitors(self))
+        out = {k: getattr(self.t, k) for k in visitor_names(type(self.t)) if k.startswith("leave_")}
+        out.update((k, getattr(self, k)) for k in visitor_names(type(self)))
         return out
 
     def leave_If(self, node: cst.If) -> None:
         t, f = self.t, self.t.facts
-        pol = f.guard_polarity(node.test)
+        pol = t.polarity(node.test)
         if pol == -1 and ends_with_exit(node.body):
             t.blocks[-1].guarded = True
         elif pol == 1 and node.orelse is not None and isinstance(node.orelse, cst.Else) and ends_with_exit(node.orelse.body):
             t.blocks[-1].guarded = True
 
     def leave_Assert(self, node: cst.Assert) -> None:
-        if self.t.facts.guard_polarity(node.test) == 1:
+        if self.t.polarity(node.test) == 1:
             self.t.blocks[-1].guarded = True
 
     def leave_While(self, node: cst.While) -> None:
