@@ -15,7 +15,11 @@ from devlint.cli import main
 
 def run(args, cwd: Path, monkeypatch):
     monkeypatch.chdir(cwd)
-    return CliRunner().invoke(main, args, catch_exceptions=False)
+    # these tests exercise DL001/DL002 on `torch.ones(2).cuda()` lines, which DL007
+    # (host-alloc-then-move) rightly flags too: keep it out of their expectations
+    if args and args[0] in ("rules", "rule", "clean"):
+        return CliRunner().invoke(main, args, catch_exceptions=False)
+    return CliRunner().invoke(main, [*args, "--ignore", "DL007"], catch_exceptions=False)
 
 
 def lines_with(output: str, code: str) -> list[int]:
