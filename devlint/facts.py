@@ -335,6 +335,12 @@ class FileFacts:
 # prescan: statements only
 # ---------------------------------------------------------------------------------
 
+# Datasets whose items are tuples of tensors, and the loaders over them (evidence kinds).
+TENSOR_DATASET = "tensor_dataset"
+TENSOR_LOADER = "tensor_loader"
+_TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+_DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
 _MULTI_GPU = re.compile(rb"DataParallel|DistributedDataParallel|init_process_group|nccl|device_ids")
 
 
@@ -419,7 +425,46 @@ class _Prescan:
         if isinstance(value, cst.Dict) and value.elements:
             ks = {self.f.kind_of(e.value, scope, cls) for e in value.elements if isinstance(e, cst.DictElement)}
             return "container" if ks <= {TENSOR, PARAM} else None
+        if isinstance(value, cst.Call):
+            loader = self.tensor_loader_kind(value, scope)
+            if loader is not None:
+                return loader
         return self.f.kind_of(value, scope, cls)
+
+    def tensor_loader_kind(self, value: cst.Call, scope) -> Optional[str]:
+        """``TensorDataset(...)`` and a ``DataLoader`` over one: their items are tensors."""
+        q = self.f.qualname(value.func)
+        if q in _TENSOR_DATASETS:
+            return TENSOR_DATASET
+        if q in _DATALOADERS:
+            a = call_arg(value, 0, "dataset")
+            if a is None:
+                return None
+            if isinstance(a.value, cst.Call) and self.f.qualname(a.value.func) in _TENSOR_DATASETS:
+                return TENSOR_LOADER
+            d = dotted(a.value)
+            if d is not None and TENSOR_DATASET in self.f.kinds(d, scope):
+                return TENSOR_LOADER
+        return None
+
+    def loop_target(self, target: cst.BaseExpression, it: cst.BaseExpression, scope) -> None:
+        """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)`` over a tensor loader."""
+        if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+                and "enumerate" not in self.f.bound_names and it.args
+                and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+            target, it = target.elements[1].value, it.args[0].value
+        d = dotted(it)
+        if d is None:
+            return
+        ks = self.f.kinds(d, scope)
+        if TENSOR_LOADER not in ks:
+            return
+        if isinstance(target, cst.Name):
+            self.add(scope, target.value, "container")
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                if isinstance(el.value, cst.Name):
+                    self.add(scope, el.value.value, TENSOR)
 
     def assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope, cls, stmt) -> None:
         f = self.f
@@ -546,6 +591,7 @@ class _Prescan:
             d = dotted(it)
             if d is not None and "container" in f.kinds(d, scope) and isinstance(stmt.target, cst.Name):
                 self.add(scope, stmt.target.value, TENSOR)
+            self.loop_target(stmt.target, it, scope)
             self.suite(stmt.body, scope, cls)
             if stmt.orelse:
                 self.suite(stmt.orelse.body, scope, cls)
