@@ -453,11 +453,10 @@ class _Prescan:
                 and "enumerate" not in self.f.bound_names and it.args
                 and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
             target, it = target.elements[1].value, it.args[0].value
-        d = dotted(it)
-        if d is None:
-            return
-        ks = self.f.kinds(d, scope)
-        if TENSOR_LOADER not in ks:
+        if isinstance(it, cst.Call):
+            if self.tensor_loader_kind(it, scope) != TENSOR_LOADER:
+                return
+        elif dotted(it) is None or TENSOR_LOADER not in self.f.kinds(dotted(it), scope):
             return
         if isinstance(target, cst.Name):
             self.add(scope, target.value, "container")
