@@ -68,6 +68,12 @@ MODULE_ONLY_USE = frozenset(
 NON_MODULE_NN = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "functional", "utils"})
 
 _NAMEISH_FLAG = re.compile(r"(cuda|gpu)", re.I)
+_CONSTANT_FLAG = re.compile(r"[A-Z][A-Z0-9_]*")
+# Decorators that skip a test (or refuse to run a function) unless a CUDA GPU is present.
+_GPU_ONLY_DECORATOR = re.compile(
+    r"skip_?if_?(no|lt_x)_?(cuda|gpu)s?|requires?_?(cuda|gpus?|multi_?gpu|nccl)|only_?cuda|(cuda|gpu)_?only",
+    re.I,
+)
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
@@ -288,7 +294,9 @@ class FileFacts:
             if d in self.guard_flags or d.endswith(".is_cuda"):
                 return 1
             last = d.rsplit(".", 1)[-1]
-            if _NAMEISH_FLAG.search(last) and not self.is_torch(test, *self.aliases.values()):
+            if _NAMEISH_FLAG.search(last) and (not self.is_torch(test, *self.aliases.values())
+                                               or _CONSTANT_FLAG.fullmatch(last)):
+                # `TEST_CUDA`, `HAS_GPU` imported from a (torch) helper module are flags too
                 # a user switch such as `args.cuda`, `use_gpu`: a deliberate choice
                 return -1 if last.lower().startswith("no_") else 1
             return 0
@@ -329,6 +337,27 @@ class FileFacts:
 
     def is_availability_expr(self, node: cst.CSTNode) -> bool:
         return self.guard_polarity(node) == 1
+
+    def decorator_guards(self, node) -> bool:
+        """Whether a decorator of ``node`` (FunctionDef/ClassDef) runs it only where CUDA is usable:
+        ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@pytest.mark.skipif(not HAS_CUDA)``,
+        ``@skipUnless(TEST_CUDA)``, ``@skip_if_no_gpu``, ``@skip_if_lt_x_gpu(2)``, ``@requires_cuda``."""
+        for dec in node.decorators:
+            d = dec.decorator
+            call = d if isinstance(d, cst.Call) else None
+            name = dotted(call.func if call is not None else d)
+            if name is None:
+                continue
+            last = name.rsplit(".", 1)[-1]
+            if _GPU_ONLY_DECORATOR.fullmatch(last):
+                return True
+            if call is not None and call.args and call.args[0].keyword is None:
+                pol = self.guard_polarity(call.args[0].value)
+                if last.lower() == "skipif" and pol == -1:
+                    return True
+                if last.lower() == "skipunless" and pol == 1:
+                    return True
+        return False
 
 
 # ---------------------------------------------------------------------------------
@@ -711,9 +740,13 @@ class ContextTracker(BatchableCSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node)
+        if node.decorators and self.facts.decorator_guards(node):
+            self.guard_depth += 1
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.pop()
+        if node.decorators and self.facts.decorator_guards(node):
+            self.guard_depth -= 1
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.classes:
@@ -723,7 +756,7 @@ class ContextTracker(BatchableCSTVisitor):
                 if parent_fn is None:
                     self._method_of[node] = self.classes[-1]
         self.functions.append(node)
-        self.blocks.append(_Block())
+        self.blocks.append(_Block(guarded=bool(node.decorators) and self.facts.decorator_guards(node)))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()
