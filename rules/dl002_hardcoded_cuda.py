@@ -14,6 +14,9 @@ LEGACY_TYPES = {
     "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
 }
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
+_PLACEMENT_METHODS = frozenset({"to", "cuda", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
+# names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
+_DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
 # a `cuda` / `gpu` word in a function name: `cuda`, `_cuda`, `to_cuda`, `move_to_gpu`, `cuda_kernel`
 _CUDA_NAME_TOKEN = re.compile(r"(?:^|_)(?:cuda|gpu)(?:_|$)", re.I)
 
@@ -81,6 +84,8 @@ class HardcodedCuda(Rule):
         # tests of a device or a type are not placements (and run on a CPU build)
         "import torch\ndef on_gpu(x):\n    return x.device == torch.device('cuda')\n",
         "import torch\ndef f(t):\n    return isinstance(t, (torch.cuda.FloatTensor, torch.cuda.HalfTensor))\n",
+        # a device *type* selects a backend (autocast, dispatch tables), it places nothing
+        "import torch\ndef autocast_kwargs(device_type='cuda'):\n    return {'device_type': device_type}\n",
         # implementing `.cuda()`: the caller chose CUDA
         "import torch\nclass Storage:\n    def cuda(self, device=None):\n"
         "        return self.to(torch.device('cuda', device) if device else torch.device('cuda'))\n",
@@ -131,6 +136,14 @@ class HardcodedCuda(Rule):
             "def test_f():\n    return torch.ones(2).to(device)\n",
         ),
         Invalid("import torch\nTensor = torch.cuda.FloatTensor\nx = Tensor(3)\n"),
+        Invalid(  # a user function may compare its `device` (`"cuda" == torch.device("cuda")` is False)
+            "import torch\ndef same(t, device):\n    return t.device.type == device\n"
+            "print(same(torch.ones(1), device='cuda'))\n",
+            "import torch\n\ntorch_device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def same(t, device):\n    return t.device.type == device\n"
+            "print(same(torch.ones(1), device=torch_device))\n",
+            unsafe=True,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -138,6 +151,7 @@ class HardcodedCuda(Rule):
         self._called: set = set()
         self._handled: set = set()
         self._compared: set = set()
+        self._unknown_args: set = set()  # arguments of calls not known to place (see _places)
 
     # ---- helpers --------------------------------------------------------------------
     def _silent(self) -> bool:
@@ -211,6 +225,8 @@ class HardcodedCuda(Rule):
             self._called.add(node.args[1].value)  # a type test never raises on a CPU build
         if self._silent():
             return
+        if not self._places(node):
+            self._unknown_args.update(a.value for a in node.args)
         q = self.facts.qualname(func)
         if q is not None:
             self._torch_call(node, q)
@@ -248,7 +264,8 @@ class HardcodedCuda(Rule):
                         self.report(node, "`torch.device('cuda', i)` hard-codes a CUDA device index")
                     return
                 self._replace_with_device(node, node, f"`{self.ctx.module.code_for_node(node)}` hard-codes "
-                                          "the CUDA device", unsafe=len(node.args) > 1)
+                                          "the CUDA device",
+                                          unsafe=len(node.args) > 1 or node in self._unknown_args)
             return
         if q.startswith("torch.cuda.") and last in LEGACY_TYPES:
             self._called.add(node.func)
@@ -283,6 +300,15 @@ class HardcodedCuda(Rule):
                          "use `.to(device)`" + (" (drops the device index)" if indexed else ""), {node: new})
         self.report(node, what, fix)
 
+    def _places(self, call: cst.Call) -> bool:
+        """Whether ``call`` is known to treat its device argument as a placement: a torch API or
+        a tensor/Module placement method. A user function may compare it instead
+        (``b.device.type == device``), where a ``torch.device`` object would change the result."""
+        q = self.facts.qualname(call.func)
+        if q is not None:
+            return q.split(".", 1)[0] == "torch"
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value in _PLACEMENT_METHODS
+
     def _device_kwarg(self, node: cst.Call, func) -> None:
         for kw in ("device", "map_location"):
             a = call_arg(node, None, kw)
@@ -292,7 +318,8 @@ class HardcodedCuda(Rule):
             if is_cuda_string(v) or (kw == "device" and isinstance(v, cst.Integer)):
                 self._handled.add(v)
                 self._replace_with_device(v, v, f"`{kw}={self.ctx.module.code_for_node(v)}` hard-codes the "
-                                          "CUDA device", avoid={root_name(func)} if func is not None else ())
+                                          "CUDA device", avoid={root_name(func)} if func is not None else (),
+                                          unsafe=not self._places(node))
 
     def _argparse_default(self, node: cst.Call) -> None:
         names = [string_value(a.value) or "" for a in node.args if a.keyword is None]
@@ -337,7 +364,8 @@ class HardcodedCuda(Rule):
             return
         for t in node.targets:
             d = dotted(t.target)
-            if d is not None and "device" in d.rsplit(".", 1)[-1].lower():
+            if (d is not None and "device" in d.rsplit(".", 1)[-1].lower()
+                    and not _DEVICE_TYPE_NAME.search(d.rsplit(".", 1)[-1])):
                 self._handled.add(node.value)
                 self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device")
                 return
@@ -345,5 +373,5 @@ class HardcodedCuda(Rule):
     def visit_Param(self, node: cst.Param) -> None:
         if self._silent() or node.default is None or not is_cuda_string(node.default):
             return
-        if "device" in node.name.value.lower():
+        if "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
             self._guard_in_place(node.default, f"parameter `{node.name.value}` defaults to the CUDA device")
