@@ -467,8 +467,8 @@ class _Prescan:
             return TENSOR_DATASET
         if q in _DATALOADERS:
             a = call_arg(value, 0, "dataset")
-            if a is None:
-                return None
+            if a is None or call_arg(value, 6, "collate_fn") is not None:
+                return None  # a custom collate_fn may build anything
             if isinstance(a.value, cst.Call) and self.f.qualname(a.value.func) in _TENSOR_DATASETS:
                 return TENSOR_LOADER
             d = dotted(a.value)

@@ -59,6 +59,9 @@ class UnassignedTransfer(Rule):
         "from torch.utils.data import DataLoader\nfor batch in DataLoader(ds):\n    batch.to('cpu')\n",
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "loader = DataLoader(TensorDataset(torch.ones(4, 2)))\nfor batch in loader:\n    batch.to('cpu')\n",
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "loader = DataLoader(TensorDataset(torch.ones(4, 2)), collate_fn=Batch)\n"
+        "for x, y in loader:\n    x.to('cpu')\n",
     ]
     INVALID = [
         Invalid("import torch\nx = torch.randn(3)\nx.to('cpu')\n",
