@@ -136,6 +136,17 @@ class HardcodedCuda(Rule):
             "def test_f():\n    return torch.ones(2).to(device)\n",
         ),
         Invalid("import torch\nTensor = torch.cuda.FloatTensor\nx = Tensor(3)\n"),
+        Invalid(  # the device variable goes below `import torch`, even after other statements
+            "__all__ = ['f']\nimport torch\nfrom torch import nn\ndef f():\n    return torch.ones(1, device='cuda')\n",
+            "__all__ = ['f']\nimport torch\nfrom torch import nn\n\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def f():\n    return torch.ones(1, device=device)\n",
+        ),
+        Invalid(  # torch imported only inside functions: the module-level definition imports it
+            "def f():\n    import torch\n    return torch.ones(1).cuda()\n",
+            "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def f():\n    import torch\n    return torch.ones(1).to(device)\n",
+        ),
         Invalid(  # a user function may compare its `device` (`"cuda" == torch.device("cuda")` is False)
             "import torch\ndef same(t, device):\n    return t.device.type == device\n"
             "print(same(torch.ones(1), device='cuda'))\n",
