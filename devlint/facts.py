@@ -68,6 +68,12 @@ MODULE_ONLY_USE = frozenset(
 NON_MODULE_NN = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "functional", "utils"})
 
 _NAMEISH_FLAG = re.compile(r"(cuda|gpu)", re.I)
+_CONSTANT_FLAG = re.compile(r"[A-Z][A-Z0-9_]*")
+# Decorators that skip a test (or refuse to run a function) unless a CUDA GPU is present.
+_GPU_ONLY_DECORATOR = re.compile(
+    r"skip_?if_?(no|lt_x)_?(cuda|gpu)s?|requires?_?(cuda|gpus?|multi_?gpu|nccl)|only_?cuda|(cuda|gpu)_?only",
+    re.I,
+)
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
@@ -288,7 +294,9 @@ class FileFacts:
             if d in self.guard_flags or d.endswith(".is_cuda"):
                 return 1
             last = d.rsplit(".", 1)[-1]
-            if _NAMEISH_FLAG.search(last) and not self.is_torch(test, *self.aliases.values()):
+            if _NAMEISH_FLAG.search(last) and (not self.is_torch(test, *self.aliases.values())
+                                               or _CONSTANT_FLAG.fullmatch(last)):
+                # `TEST_CUDA`, `HAS_GPU` imported from a (torch) helper module are flags too
                 # a user switch such as `args.cuda`, `use_gpu`: a deliberate choice
                 return -1 if last.lower().startswith("no_") else 1
             return 0
@@ -330,10 +338,37 @@ class FileFacts:
     def is_availability_expr(self, node: cst.CSTNode) -> bool:
         return self.guard_polarity(node) == 1
 
+    def decorator_guards(self, node) -> bool:
+        """Whether a decorator of ``node`` (FunctionDef/ClassDef) runs it only where CUDA is usable:
+        ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@pytest.mark.skipif(not HAS_CUDA)``,
+        ``@skipUnless(TEST_CUDA)``, ``@skip_if_no_gpu``, ``@skip_if_lt_x_gpu(2)``, ``@requires_cuda``."""
+        for dec in node.decorators:
+            d = dec.decorator
+            call = d if isinstance(d, cst.Call) else None
+            name = dotted(call.func if call is not None else d)
+            if name is None:
+                continue
+            last = name.rsplit(".", 1)[-1]
+            if _GPU_ONLY_DECORATOR.fullmatch(last):
+                return True
+            if call is not None and call.args and call.args[0].keyword is None:
+                pol = self.guard_polarity(call.args[0].value)
+                if last.lower() == "skipif" and pol == -1:
+                    return True
+                if last.lower() == "skipunless" and pol == 1:
+                    return True
+        return False
+
 
 # ---------------------------------------------------------------------------------
 # prescan: statements only
 # ---------------------------------------------------------------------------------
+
+# Datasets whose items are tuples of tensors, and the loaders over them (evidence kinds).
+TENSOR_DATASET = "tensor_dataset"
+TENSOR_LOADER = "tensor_loader"
+_TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+_DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 _MULTI_GPU = re.compile(rb"DataParallel|DistributedDataParallel|init_process_group|nccl|device_ids")
 
@@ -419,7 +454,45 @@ class _Prescan:
         if isinstance(value, cst.Dict) and value.elements:
             ks = {self.f.kind_of(e.value, scope, cls) for e in value.elements if isinstance(e, cst.DictElement)}
             return "container" if ks <= {TENSOR, PARAM} else None
+        if isinstance(value, cst.Call):
+            loader = self.tensor_loader_kind(value, scope)
+            if loader is not None:
+                return loader
         return self.f.kind_of(value, scope, cls)
+
+    def tensor_loader_kind(self, value: cst.Call, scope) -> Optional[str]:
+        """``TensorDataset(...)`` and a ``DataLoader`` over one: their items are tensors."""
+        q = self.f.qualname(value.func)
+        if q in _TENSOR_DATASETS:
+            return TENSOR_DATASET
+        if q in _DATALOADERS:
+            a = call_arg(value, 0, "dataset")
+            if a is None or call_arg(value, 6, "collate_fn") is not None:
+                return None  # a custom collate_fn may build anything
+            if isinstance(a.value, cst.Call) and self.f.qualname(a.value.func) in _TENSOR_DATASETS:
+                return TENSOR_LOADER
+            d = dotted(a.value)
+            if d is not None and TENSOR_DATASET in self.f.kinds(d, scope):
+                return TENSOR_LOADER
+        return None
+
+    def loop_target(self, target: cst.BaseExpression, it: cst.BaseExpression, scope) -> None:
+        """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)`` over a tensor loader."""
+        if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+                and "enumerate" not in self.f.bound_names and it.args
+                and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+            target, it = target.elements[1].value, it.args[0].value
+        if isinstance(it, cst.Call):
+            if self.tensor_loader_kind(it, scope) != TENSOR_LOADER:
+                return
+        elif dotted(it) is None or TENSOR_LOADER not in self.f.kinds(dotted(it), scope):
+            return
+        if isinstance(target, cst.Name):
+            self.add(scope, target.value, "container")
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                if isinstance(el.value, cst.Name):
+                    self.add(scope, el.value.value, TENSOR)
 
     def assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope, cls, stmt) -> None:
         f = self.f
@@ -546,6 +619,7 @@ class _Prescan:
             d = dotted(it)
             if d is not None and "container" in f.kinds(d, scope) and isinstance(stmt.target, cst.Name):
                 self.add(scope, stmt.target.value, TENSOR)
+            self.loop_target(stmt.target, it, scope)
             self.suite(stmt.body, scope, cls)
             if stmt.orelse:
                 self.suite(stmt.orelse.body, scope, cls)
@@ -682,9 +756,13 @@ class ContextTracker(BatchableCSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node)
+        if node.decorators and self.facts.decorator_guards(node):
+            self.guard_depth += 1
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.pop()
+        if node.decorators and self.facts.decorator_guards(node):
+            self.guard_depth -= 1
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.classes:
@@ -694,7 +772,7 @@ class ContextTracker(BatchableCSTVisitor):
                 if parent_fn is None:
                     self._method_of[node] = self.classes[-1]
         self.functions.append(node)
-        self.blocks.append(_Block())
+        self.blocks.append(_Block(guarded=bool(node.decorators) and self.facts.decorator_guards(node)))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()

@@ -145,6 +145,22 @@ def _insertion_index(body) -> int:
     return idx
 
 
+def _imports_name(stmt: cst.CSTNode, name: str) -> bool:
+    """Whether a top-level statement (an import line or a try/except import block) binds ``name``."""
+    if isinstance(stmt, cst.Try):
+        return any(_imports_name(s, name) for s in stmt.body.body)
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for s in stmt.body:
+        if isinstance(s, (cst.Import, cst.ImportFrom)) and not isinstance(s.names, cst.ImportStar):
+            for al in s.names:
+                bound = al.asname.name if al.asname is not None else al.name
+                local = dotted(bound)
+                if local is not None and local.split(".")[0] == name:
+                    return True
+    return False
+
+
 def _binds(stmt: cst.CSTNode, name: str) -> bool:
     if isinstance(stmt, cst.SimpleStatementLine):
         for s in stmt.body:
@@ -161,6 +177,17 @@ def ensure_module_statements(module: cst.Module, facts: FileFacts, device_name: 
     if device_name is None and not torch_import:
         return module
     idx = _insertion_index(body)
+    if device_name is not None and not torch_import:
+        # the definition uses torch: never place it above a later top-level `import torch`
+        # (a docstring, `__all__ = ...` or a constant may precede the imports)
+        t, _ = torch_ref(facts)
+        at = next((i for i, s in enumerate(body) if _imports_name(s, t)), None)
+        if at is None:
+            torch_import = t == "torch"  # torch is only imported inside functions
+        elif at >= idx:
+            idx = at + 1
+            while idx < len(body) and _is_import_line(body[idx]):
+                idx += 1  # keep the rest of that import block together
     new: list = []
     if torch_import:
         new.append(cst.parse_statement("import torch"))

@@ -55,6 +55,13 @@ class UnassignedTransfer(Rule):
         "import torch.nn as nn\nlayers = nn.ModuleList([nn.Linear(2, 2)])\nlayers.to('cpu')\n",
         "def f(batch, device):\n    batch.to(device)\n",  # no evidence: BatchEncoding.to is in place
         "import torch\nx = torch.zeros(3)\ny = x.to('cpu')\n",
+        # a DataLoader over a dataset of unknown items: a batch may be a BatchEncoding
+        "from torch.utils.data import DataLoader\nfor batch in DataLoader(ds):\n    batch.to('cpu')\n",
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "loader = DataLoader(TensorDataset(torch.ones(4, 2)))\nfor batch in loader:\n    batch.to('cpu')\n",
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "loader = DataLoader(TensorDataset(torch.ones(4, 2)), collate_fn=Batch)\n"
+        "for x, y in loader:\n    x.to('cpu')\n",
     ]
     INVALID = [
         Invalid("import torch\nx = torch.randn(3)\nx.to('cpu')\n",
@@ -75,6 +82,14 @@ class UnassignedTransfer(Rule):
         Invalid("import torch\nbatch = {'x': torch.ones(2)}\nbatch['x'].float()\n",
                 "import torch\nbatch = {'x': torch.ones(2)}\nbatch['x'] = batch['x'].float()\n"),
         Invalid("import torch\nfrom torch import nn\nnn.Parameter(torch.ones(2)).to('cpu')\n"),
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+            "ds = TensorDataset(torch.ones(4, 2), torch.zeros(4))\n"
+            "for i, (x, y) in enumerate(DataLoader(ds, batch_size=2)):\n    y.to('cpu')\n",
+            "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+            "ds = TensorDataset(torch.ones(4, 2), torch.zeros(4))\n"
+            "for i, (x, y) in enumerate(DataLoader(ds, batch_size=2)):\n    y = y.to('cpu')\n",
+        ),
     ]
 
     def __init__(self, ctx) -> None:

@@ -14,6 +14,11 @@ LEGACY_TYPES = {
     "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
 }
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
+_PLACEMENT_METHODS = frozenset({"to", "cuda", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
+# names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
+_DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
+# a `cuda` / `gpu` word in a function name: `cuda`, `_cuda`, `to_cuda`, `move_to_gpu`, `cuda_kernel`
+_CUDA_NAME_TOKEN = re.compile(r"(?:^|_)(?:cuda|gpu)(?:_|$)", re.I)
 
 
 class HardcodedCuda(Rule):
@@ -69,6 +74,21 @@ class HardcodedCuda(Rule):
         "import torch\nx = torch.ones(2)\ny = x.cuda() if x.is_cuda else x\n",
         "import torch\ndef f(x, device):\n    if device.type == 'cuda':\n        torch.ones(1, device='cuda')\n",
         "import torch\nwith torch.autocast('cuda'):\n    pass\n",
+        # flags imported from helper modules, and test decorators that skip without a GPU
+        "import torch\nfrom torch.testing._internal.common_utils import TEST_CUDA\n"
+        "CUDA_DEVICE = torch.device('cuda:0') if TEST_CUDA else None\n",
+        "import unittest\nimport torch\n@unittest.skipIf(not torch.cuda.is_available(), 'no GPU')\n"
+        "def test_f():\n    torch.ones(2).cuda()\n",
+        "import torch\nfrom helpers import skip_if_lt_x_gpu\nclass T:\n    @skip_if_lt_x_gpu(2)\n"
+        "    def test_ddp(self):\n        torch.ones(2).to(0)\n",
+        # tests of a device or a type are not placements (and run on a CPU build)
+        "import torch\ndef on_gpu(x):\n    return x.device == torch.device('cuda')\n",
+        "import torch\ndef f(t):\n    return isinstance(t, (torch.cuda.FloatTensor, torch.cuda.HalfTensor))\n",
+        # a device *type* selects a backend (autocast, dispatch tables), it places nothing
+        "import torch\ndef autocast_kwargs(device_type='cuda'):\n    return {'device_type': device_type}\n",
+        # implementing `.cuda()`: the caller chose CUDA
+        "import torch\nclass Storage:\n    def cuda(self, device=None):\n"
+        "        return self.to(torch.device('cuda', device) if device else torch.device('cuda'))\n",
     ]
     INVALID = [
         Invalid(
@@ -107,14 +127,52 @@ class HardcodedCuda(Rule):
                 "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
                 "x = torch.ones(2).to(device)\n", unsafe=True),
         Invalid("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n"),
+        Invalid(  # a skip decorator that is not about CUDA guards nothing
+            "import sys\nimport unittest\nimport torch\n@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
+            "def test_f():\n    return torch.ones(2).cuda()\n",
+            "import sys\nimport unittest\nimport torch\n\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
+            "def test_f():\n    return torch.ones(2).to(device)\n",
+        ),
+        Invalid("import torch\nTensor = torch.cuda.FloatTensor\nx = Tensor(3)\n"),
+        Invalid(  # the device variable goes below `import torch`, even after other statements
+            "__all__ = ['f']\nimport torch\nfrom torch import nn\ndef f():\n    return torch.ones(1, device='cuda')\n",
+            "__all__ = ['f']\nimport torch\nfrom torch import nn\n\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def f():\n    return torch.ones(1, device=device)\n",
+        ),
+        Invalid(  # torch imported only inside functions: the module-level definition imports it
+            "def f():\n    import torch\n    return torch.ones(1).cuda()\n",
+            "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def f():\n    import torch\n    return torch.ones(1).to(device)\n",
+        ),
+        Invalid(  # a user function may compare its `device` (`"cuda" == torch.device("cuda")` is False)
+            "import torch\ndef same(t, device):\n    return t.device.type == device\n"
+            "print(same(torch.ones(1), device='cuda'))\n",
+            "import torch\n\ntorch_device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def same(t, device):\n    return t.device.type == device\n"
+            "print(same(torch.ones(1), device=torch_device))\n",
+            unsafe=True,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._called: set = set()
         self._handled: set = set()
+        self._compared: set = set()
+        self._unknown_args: set = set()  # arguments of calls not known to place (see _places)
 
     # ---- helpers --------------------------------------------------------------------
+    def _silent(self) -> bool:
+        """Guarded by an availability check, or inside a function whose name says it is the
+        CUDA path (`def cuda(self, device=None)`, `def _to_gpu(x)`): the choice of CUDA is
+        made by its caller, who is the one to report."""
+        if self.t.guarded:
+            return True
+        return any(_CUDA_NAME_TOKEN.search(fn.name.value) for fn in self.t.functions)
+
     def _applicability(self, forced_unsafe: bool = False) -> Applicability:
         if forced_unsafe or self.facts.multi_gpu:
             return Applicability.UNSAFE
@@ -145,10 +203,41 @@ class HardcodedCuda(Rule):
         return False
 
     # ---- visitors -------------------------------------------------------------------
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `x.device == torch.device("cuda")`, `torch.device("cuda") in devices`,
+        # `type(t) is torch.cuda.FloatTensor`: tests, not placements; they run on a CPU
+        self._compared.add(node.left)
+        self._compared.update(c.comparator for c in node.comparisons)
+        self._called.add(node.left)
+        self._called.update(c.comparator for c in node.comparisons)
+
+    def _mark_type_values(self, elements) -> None:
+        for el in elements:
+            if isinstance(el, (cst.Element, cst.DictElement)):
+                self._called.add(el.value)
+            if isinstance(el, cst.DictElement):
+                self._called.add(el.key)
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._mark_type_values(node.elements)  # a table of types, e.g. for isinstance
+
+    def visit_List(self, node: cst.List) -> None:
+        self._mark_type_values(node.elements)
+
+    def visit_Set(self, node: cst.Set) -> None:
+        self._mark_type_values(node.elements)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._mark_type_values(node.elements)
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.t.guarded:
-            return
         func = node.func
+        if isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass") and len(node.args) == 2:
+            self._called.add(node.args[1].value)  # a type test never raises on a CPU build
+        if self._silent():
+            return
+        if not self._places(node):
+            self._unknown_args.update(a.value for a in node.args)
         q = self.facts.qualname(func)
         if q is not None:
             self._torch_call(node, q)
@@ -173,6 +262,8 @@ class HardcodedCuda(Rule):
     def _torch_call(self, node: cst.Call, q: str) -> None:
         last = q.rsplit(".", 1)[-1]
         if q == "torch.device":
+            if node in self._compared:
+                return
             if node.args and is_cuda_string(node.args[0].value):
                 lit = node.args[0].value
                 self._handled.add(lit)
@@ -184,7 +275,8 @@ class HardcodedCuda(Rule):
                         self.report(node, "`torch.device('cuda', i)` hard-codes a CUDA device index")
                     return
                 self._replace_with_device(node, node, f"`{self.ctx.module.code_for_node(node)}` hard-codes "
-                                          "the CUDA device", unsafe=len(node.args) > 1)
+                                          "the CUDA device",
+                                          unsafe=len(node.args) > 1 or node in self._unknown_args)
             return
         if q.startswith("torch.cuda.") and last in LEGACY_TYPES:
             self._called.add(node.func)
@@ -219,6 +311,15 @@ class HardcodedCuda(Rule):
                          "use `.to(device)`" + (" (drops the device index)" if indexed else ""), {node: new})
         self.report(node, what, fix)
 
+    def _places(self, call: cst.Call) -> bool:
+        """Whether ``call`` is known to treat its device argument as a placement: a torch API or
+        a tensor/Module placement method. A user function may compare it instead
+        (``b.device.type == device``), where a ``torch.device`` object would change the result."""
+        q = self.facts.qualname(call.func)
+        if q is not None:
+            return q.split(".", 1)[0] == "torch"
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value in _PLACEMENT_METHODS
+
     def _device_kwarg(self, node: cst.Call, func) -> None:
         for kw in ("device", "map_location"):
             a = call_arg(node, None, kw)
@@ -228,7 +329,8 @@ class HardcodedCuda(Rule):
             if is_cuda_string(v) or (kw == "device" and isinstance(v, cst.Integer)):
                 self._handled.add(v)
                 self._replace_with_device(v, v, f"`{kw}={self.ctx.module.code_for_node(v)}` hard-codes the "
-                                          "CUDA device", avoid={root_name(func)} if func is not None else ())
+                                          "CUDA device", avoid={root_name(func)} if func is not None else (),
+                                          unsafe=not self._places(node))
 
     def _argparse_default(self, node: cst.Call) -> None:
         names = [string_value(a.value) or "" for a in node.args if a.keyword is None]
@@ -262,24 +364,25 @@ class HardcodedCuda(Rule):
                                           {node: new}))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if self.t.guarded or node in self._called:
+        if self._silent() or node in self._called:
             return
         q = self.facts.qualname(node)
         if q is not None and q.startswith("torch.cuda.") and q.rsplit(".", 1)[-1] in LEGACY_TYPES:
             self.report(node, f"`{q}` is a CUDA-only tensor type; use a dtype and `device=`")
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self.t.guarded or not is_cuda_string(node.value):
+        if self._silent() or not is_cuda_string(node.value):
             return
         for t in node.targets:
             d = dotted(t.target)
-            if d is not None and "device" in d.rsplit(".", 1)[-1].lower():
+            if (d is not None and "device" in d.rsplit(".", 1)[-1].lower()
+                    and not _DEVICE_TYPE_NAME.search(d.rsplit(".", 1)[-1])):
                 self._handled.add(node.value)
                 self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device")
                 return
 
     def visit_Param(self, node: cst.Param) -> None:
-        if self.t.guarded or node.default is None or not is_cuda_string(node.default):
+        if self._silent() or node.default is None or not is_cuda_string(node.default):
             return
-        if "device" in node.name.value.lower():
+        if "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
             self._guard_in_place(node.default, f"parameter `{node.name.value}` defaults to the CUDA device")
