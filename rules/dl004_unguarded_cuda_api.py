@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import PurePath
 from typing import Optional
 
 import libcst as cst
@@ -38,8 +39,9 @@ SPREADING = frozenset({"Stream", "Event", "ExternalStream", "CUDAGraph"})
 _CONTEXT_ONLY = frozenset({"device", "graph", "nvtx.range"})
 
 _CUDAISH = re.compile(r"cuda|gpu", re.I)
+_CUDA_MODULE = re.compile(r"cuda|gpu|rocm", re.I)
 # decorators that make a function CUDA-only (`@onlyCUDA`, `@requires_cuda`, `@skipIfNoCuda`)
-_CUDA_ONLY_DECORATOR = re.compile(r"^(only|requires?|needs|skip_?if_?no|skip_?unless)_?(cuda|gpu)", re.I)
+_CUDA_ONLY_DECORATOR = re.compile(r"cuda|gpu", re.I)  # `@requires_cuda`, `@onlyCUDA`, `@skip_if_lt_x_gpu(2)`
 
 
 def cuda_api_name(q: Optional[str]) -> Optional[str]:
@@ -63,7 +65,8 @@ class UnguardedCudaApi(Rule):
     them. Calls that are harmless without CUDA (`manual_seed_all`, `empty_cache`,
     `device_count`, `memory_allocated`, cudnn flags, `GradScaler`) are never reported, nor
     are calls inside functions that are CUDA-only by name or decorator (`def cuda_bench()`,
-    `@requires_cuda`, `@skipIf(not torch.cuda.is_available(), ...)`).
+    `@requires_cuda`, `@skipIf(not torch.cuda.is_available(), ...)`) and in modules that
+    are CUDA-only by name (`cuda_utils.py`, `gpu_bench.py`, a `cuda/` package).
 
     ## Why is this bad?
     A script that otherwise falls back to the CPU crashes with `Torch not compiled with
@@ -146,7 +149,9 @@ class UnguardedCudaApi(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._stmts: list = []  # innermost statement line that may be wrapped, or None
-        self._cuda_only = 0  # depth of CUDA-only functions/classes
+        # depth of CUDA-only functions/classes; a CUDA-only module (`torch/cuda/*.py`,
+        # `cuda_utils.py`, `gpu_bench.py`) is CUDA-only as a whole
+        self._cuda_only = 1 if _is_cuda_module(ctx.filename) else 0
         self._name_uses: Optional[Counter] = None
         self._flag: Optional[str] = None
         self._flag_done = False
@@ -158,16 +163,48 @@ class UnguardedCudaApi(Rule):
     def leave_SimpleStatementLine(self, node) -> None:
         self._stmts.pop()
 
-    def _opaque(self, node) -> None:
+    # a call under these cannot be wrapped in an `if` (batched visitors need real method names)
+    def visit_IndentedBlock(self, node) -> None:
         self._stmts.append(None)
 
-    def _close(self, node) -> None:
+    def leave_IndentedBlock(self, node) -> None:
         self._stmts.pop()
 
-    visit_IndentedBlock = visit_SimpleStatementSuite = visit_Lambda = _opaque
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _opaque
-    leave_IndentedBlock = leave_SimpleStatementSuite = leave_Lambda = _close
-    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _close
+    def visit_SimpleStatementSuite(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_SimpleStatementSuite(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_Lambda(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_Lambda(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_ListComp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_ListComp(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_SetComp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_SetComp(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_DictComp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_DictComp(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_GeneratorExp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_GeneratorExp(self, node) -> None:
+        self._stmts.pop()
 
     def _is_cuda_only(self, node) -> bool:
         if _CUDAISH.search(node.name.value):
@@ -176,7 +213,7 @@ class UnguardedCudaApi(Rule):
             d = dec.decorator
             fn = d.func if isinstance(d, cst.Call) else d
             name = (dotted(fn) or "").rsplit(".", 1)[-1]
-            if _CUDA_ONLY_DECORATOR.match(name):
+            if _CUDA_ONLY_DECORATOR.search(name):
                 return True
             if isinstance(d, cst.Call) and d.args and name in ("skipIf", "skipUnless", "skipif"):
                 want = -1 if name in ("skipIf", "skipif") else 1
@@ -192,8 +229,11 @@ class UnguardedCudaApi(Rule):
         if self._cuda_only:
             self._cuda_only -= 1
 
-    visit_ClassDef = visit_FunctionDef
-    leave_ClassDef = leave_FunctionDef
+    def visit_ClassDef(self, node) -> None:
+        self.visit_FunctionDef(node)
+
+    def leave_ClassDef(self, node) -> None:
+        self.leave_FunctionDef(node)
 
     # ---- detection ----------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -282,6 +322,11 @@ class UnguardedCudaApi(Rule):
         new = cst.If(test=test, body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=())]),
                      leading_lines=stmt.leading_lines)
         return Fix(Applicability.SAFE, how, {stmt: new}, needs_torch_import=needs_torch)
+
+
+def _is_cuda_module(filename: str) -> bool:
+    p = PurePath(filename or "")
+    return bool(_CUDA_MODULE.search(p.stem)) or (len(p.parts) > 1 and p.parts[-2] == "cuda")
 
 
 def _binds_name(stmt: cst.CSTNode, name: str) -> bool:
