@@ -20,6 +20,7 @@ NUMPY_TO_TORCH = {
     "cos": "cos", "floor": "floor", "ceil": "ceil", "sign": "sign", "square": "square",
     "negative": "neg", "log1p": "log1p", "expm1": "expm1",
 }
+DTYPE_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "short", "byte"})
 _NO_DESCEND = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
@@ -186,6 +187,8 @@ class LoopTransfer(Rule):
         # loop-variant data built per iteration
         "import torch\ndevice = torch.device('cpu')\nfor i in range(3):\n"
         "    t = torch.tensor([i, i]).to(device)\n",
+        # a dtype conversion of loop-variant data
+        "import torch\nfor i in range(3):\n    t = torch.tensor([i]).float().cuda()\n",
     ]
     INVALID = [
         Invalid(
@@ -205,6 +208,11 @@ class LoopTransfer(Rule):
             "    # class weights\n    cw = torch.tensor([0.2, 0.8]).to(device)\n    print(cw * i)\n",
             "import torch\ndevice = torch.device('cpu')\n# class weights\ncw = torch.tensor([0.2, 0.8]).to(device)\n"
             "for i in range(3):\n    print(cw * i)\n",
+        ),
+        Invalid(
+            "import torch\nrank = 0\nfor i in range(3):\n    b = torch.tensor([rank]).float().cuda(rank)\n    print(b + i)\n",
+            "import torch\nrank = 0\nb = torch.tensor([rank]).float().cuda(rank)\nfor i in range(3):\n"
+            "    print(b + i)\n",
         ),
         Invalid(
             "import torch\ndevice = torch.device('cpu')\nfor i in range(3):\n    if i:\n"
@@ -330,6 +338,10 @@ class LoopTransfer(Rule):
             self._report_invariant(loop, body, items, bound_list, direct)
 
     def _invariant_build(self, call: cst.Call, bound: set) -> bool:
+        # peel dtype conversions: `torch.tensor([rank]).float().cuda()`
+        while (isinstance(call.func, cst.Attribute) and call.func.attr.value in DTYPE_METHODS
+               and not call.args and isinstance(call.func.value, cst.Call)):
+            call = call.func.value
         q = self.facts.qualname(call.func)
         if q is None or q.count(".") != 1 or q.rsplit(".", 1)[-1] not in BUILDERS:
             return False
@@ -398,7 +410,8 @@ class LoopTransfer(Rule):
             assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(new))], node)])
             fix = self._hoist(loop, body, [], {n: cst.Name(new) for n, *_ in items},
                               f"move once above the loop as `{new}`", unsafe_reasons, assign)
-        elif built and node.func.attr.value == "to" and len(node.args) == 1:
+        elif (built and node.func.attr.value == "to" and len(node.args) == 1
+              and self.facts.qualname(recv.func) is not None):
             # inside a nested block: build directly on the device
             dev = self._device_arg(node)
             args = list(recv.args)
