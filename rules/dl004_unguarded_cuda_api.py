@@ -112,6 +112,7 @@ class UnguardedCudaApi(Rule):
         "    return torch.cuda.get_device_name(0)\n",
         "import torch\ndef f(device):\n    if device.type == 'cuda':\n        torch.cuda.synchronize()\n",
         "import torch\ndef f(x):\n    if x.is_cuda:\n        torch.cuda.synchronize()\n",
+        "import torch\ndef f(d):\n    if torch.device(d).type == 'cuda':\n        torch.cuda.get_device_capability()\n",
         "import torch\nif torch.cuda.device_count() > 0:\n    print(torch.cuda.get_device_name(0))\n",
         "import torch\ntorch.backends.cudnn.benchmark = True\nscaler = torch.cuda.amp.GradScaler()\n",
         "import torch\ndef bench_cuda():\n    torch.cuda.synchronize()\n",
