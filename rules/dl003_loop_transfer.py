@@ -209,6 +209,13 @@ class LoopTransfer(Rule):
             "import torch\ndevice = torch.device('cpu')\n# class weights\ncw = torch.tensor([0.2, 0.8]).to(device)\n"
             "for i in range(3):\n    print(cw * i)\n",
         ),
+        Invalid(  # the built tensor is changed in place: hoisting would carry state across iterations
+            "import torch\ndevice = torch.device('cpu')\nfor i in range(3):\n"
+            "    acc = torch.tensor([0.0]).to(device)\n    acc.add_(i)\n    print(acc)\n",
+            "import torch\ndevice = torch.device('cpu')\nacc = torch.tensor([0.0]).to(device)\n"
+            "for i in range(3):\n    acc.add_(i)\n    print(acc)\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nrank = 0\nfor i in range(3):\n    b = torch.tensor([rank]).float().cuda(rank)\n    print(b + i)\n",
             "import torch\nrank = 0\nb = torch.tensor([rank]).float().cuda(rank)\nfor i in range(3):\n"
@@ -401,12 +408,34 @@ class LoopTransfer(Rule):
             reasons = list(unsafe_reasons)
             if bound_list.count(y) != 1 or self._binding_count(y) != 1:
                 reasons.append(f"`{y}` is bound elsewhere too")
+            _, mutated = bindings(body)
+            if y in mutated:
+                reasons.append(f"`{y}` is changed in place in the loop")
+            esc = self._escapes(body, lambda v: isinstance(v, cst.Name) and v.value == y)
+            if esc:
+                reasons.append(esc)
             fix = self._hoist(loop, body, [st], {}, "hoist the move above the loop", reasons)
         elif all(s is not None for s in stmts):
             base = recv.value if isinstance(recv, cst.Name) else "const"
             if built and isinstance(recv.args[0].value, cst.Name):
                 base = recv.args[0].value.value
             new = self._new_name(base)
+            moved = {id(n) for n, *_ in items}
+            esc = self._escapes(body, lambda v: id(v) in moved)
+            if esc:
+                unsafe_reasons.append(esc)
+            # `y = <move>` binds an alias of the hoisted tensor: it must not change either
+            aliases: set = set()
+            for n in walk(body):
+                if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and id(n.value) in moved:
+                    for t in (n.targets if isinstance(n, cst.Assign) else [n]):
+                        _bind_targets(t.target, aliases)
+            _, mutated = bindings(body)
+            if aliases & mutated:
+                unsafe_reasons.append(f"`{sorted(aliases & mutated)[0]}` is changed in place in the loop")
+            esc = self._escapes(body, lambda v: isinstance(v, cst.Name) and v.value in aliases)
+            if esc:
+                unsafe_reasons.append(esc)
             assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(new))], node)])
             fix = self._hoist(loop, body, [], {n: cst.Name(new) for n, *_ in items},
                               f"move once above the loop as `{new}`", unsafe_reasons, assign)
@@ -422,6 +451,28 @@ class LoopTransfer(Rule):
                       {n: recv.with_changes(args=args) for n, *_ in items})
         for n, *_ in items:
             self.report(n, what, fix)
+
+    _PURE_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "bool", "isinstance", "round", "format"})
+
+    def _may_mutate(self, call: cst.Call) -> bool:
+        """Whether a call might change a tensor passed to it in place (modules: `ReLU(inplace=True)`)."""
+        if isinstance(call.func, cst.Name) and call.func.value in self._PURE_BUILTINS \
+                and call.func.value not in self.facts.bound_names:
+            return False
+        q = self.facts.qualname(call.func)
+        if q is None or not q.startswith("torch.") or q.startswith(("torch.distributed", "torch.nn.init")):
+            return True
+        last = q.rsplit(".", 1)[-1]
+        return last.endswith("_") or last[:1].isupper()
+
+    def _escapes(self, body, match) -> Optional[str]:
+        """A reason the value at ``match`` (a node test) may be changed in place in the loop."""
+        for n in walk(body):
+            if isinstance(n, cst.Call):
+                for a in n.args:
+                    if match(a.value) and self._may_mutate(n):
+                        return f"`{self.ctx.module.code_for_node(n.func)}` may change it in place"
+        return None
 
     def _binding_count(self, name: str) -> int:
         scope = self.t.scope
