@@ -152,7 +152,9 @@ class LoopTransfer(Rule):
     ## Fix safety
     Hoisting a loop-invariant move above the loop is safe when the moved name is a plain
     name that is not rebound, mutated in place or passed to a call in the loop, is not an
-    `nn.Parameter` (an optimizer updates those every step), the move is a statement of the
+    `nn.Parameter` (an optimizer updates those every step), the moved copy is never changed
+    in place nor passed to a call that might change it (a module call might: `inplace=True`
+    layers), the move is a statement of the
     loop body itself (not inside an `if`), and its device is loop-invariant; otherwise the
     fix is unsafe. A hoisted `y = w.to(device)` keeps its name; an inline move gets a new
     name that shadows nothing. A host tensor built from constants inside a nested block is
