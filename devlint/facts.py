@@ -329,6 +329,9 @@ class FileFacts:
     def _is_device_expr(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str":
             return bool(node.args) and self._is_device_expr(node.args[0].value)
+        if (isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Call)
+                and self.qualname(node.value.func) == "torch.device"):
+            return True  # torch.device(device).type == "cuda"
         d = dotted(node)
         if d is None:
             return False

@@ -1,0 +1,340 @@
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import PurePath
+from typing import Optional
+
+import libcst as cst
+
+from devlint.diagnostic import Applicability, Fix
+from devlint.facts import dotted
+from devlint.fixes import torch_ref
+from devlint.rule import Invalid, Rule
+
+# What `torch.cuda.<name>` does on a CPU-only build (torch 2.13.0+cpu, measured; the list is
+# kept honest by tests/test_cuda_api_list.py, which runs every entry on the installed torch).
+# Names are relative to `torch.cuda` (`torch.cuda.memory.X` and `torch.cuda.random.X` are
+# folded onto `torch.cuda.X`).
+RAISES_ON_CPU = frozenset(
+    """synchronize set_device current_device get_device_name get_device_properties
+    get_device_capability reset_peak_memory_stats reset_max_memory_allocated
+    reset_accumulated_memory_stats memory_summary memory_snapshot mem_get_info Stream Event
+    ExternalStream CUDAGraph graph device current_stream default_stream
+    set_per_process_memory_fraction ipc_collect init get_rng_state can_device_access_peer
+    current_blas_handle get_sync_debug_mode set_sync_debug_mode cudart caching_allocator_alloc
+    nvtx.range_push nvtx.range_pop nvtx.mark nvtx.range""".split()
+)
+# Never reported: these work (or quietly do nothing) without CUDA.
+SAFE_ON_CPU = frozenset(
+    """is_available is_initialized device_count manual_seed manual_seed_all seed seed_all
+    empty_cache memory_allocated max_memory_allocated memory_reserved max_memory_reserved
+    memory_stats is_bf16_supported get_arch_list get_gencode_flags set_rng_state
+    get_rng_state_all list_gpu_processes stream set_stream device_of amp.GradScaler
+    amp.autocast""".split()
+)
+# Objects whose use spreads through the code that follows: guarding only the constructor
+# would leave the uses crashing, so these are reported without a safe fix when bound.
+SPREADING = frozenset({"Stream", "Event", "ExternalStream", "CUDAGraph"})
+_CONTEXT_ONLY = frozenset({"device", "graph", "nvtx.range"})
+
+_CUDAISH = re.compile(r"cuda|gpu", re.I)
+_CUDA_MODULE = re.compile(r"cuda|gpu|rocm", re.I)
+# decorators that make a function CUDA-only (`@onlyCUDA`, `@requires_cuda`, `@skipIfNoCuda`)
+_CUDA_ONLY_DECORATOR = re.compile(r"cuda|gpu", re.I)  # `@requires_cuda`, `@onlyCUDA`, `@skip_if_lt_x_gpu(2)`
+
+
+def cuda_api_name(q: Optional[str]) -> Optional[str]:
+    """``torch.cuda.memory.memory_summary`` -> ``memory_summary``; None outside torch.cuda."""
+    if q is None or not q.startswith("torch.cuda."):
+        return None
+    rest = q[len("torch.cuda."):]
+    for sub in ("memory.", "random.", "streams.", "graphs.", "profiler."):
+        if rest.startswith(sub):
+            return rest[len(sub):]
+    return rest
+
+
+class UnguardedCudaApi(Rule):
+    """
+    ## What it does
+    Flags CUDA runtime calls that raise on a machine without CUDA (`torch.cuda.synchronize()`,
+    `set_device`, `current_device`, `get_device_name`, `get_device_properties`,
+    `reset_peak_memory_stats`, `memory_summary`, `Stream()`, `Event()`,
+    `with torch.cuda.device(i):`, `t.pin_memory()` ...) where no availability check guards
+    them. Calls that are harmless without CUDA (`manual_seed_all`, `empty_cache`,
+    `device_count`, `memory_allocated`, cudnn flags, `GradScaler`) are never reported, nor
+    are calls inside functions that are CUDA-only by name or decorator (`def cuda_bench()`,
+    `@requires_cuda`, `@skipIf(not torch.cuda.is_available(), ...)`) and in modules that
+    are CUDA-only by name (`cuda_utils.py`, `gpu_bench.py`, a `cuda/` package).
+
+    ## Why is this bad?
+    A script that otherwise falls back to the CPU crashes with `Torch not compiled with
+    CUDA enabled` at the first timing `synchronize()` or the `get_device_name()` in a log
+    line. The guard costs nothing on a GPU machine.
+
+    ## Example
+    ```python
+    for step in range(10):
+        loss = train_step()
+        torch.cuda.synchronize()
+    ```
+
+    ## Use instead
+    ```python
+    for step in range(10):
+        loss = train_step()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    ```
+
+    ## Fix safety
+    Safe: the statement is wrapped in `if torch.cuda.is_available():` (or in the file's
+    own availability flag, such as `use_cuda = torch.cuda.is_available()`), so on a GPU
+    machine it runs exactly as before and on a CPU-only machine it is skipped instead of
+    crashing. No fix is offered when the statement binds a name used elsewhere (guarding
+    it would leave the name undefined on CPU), for `Stream`/`Event`/`CUDAGraph` objects
+    whose use spreads through the code, for `with torch.cuda.device(i):` blocks, and for
+    calls inside expressions that are not a statement of their own (`return`, `if` tests,
+    lambdas, comprehensions).
+    """
+
+    code = "DL004"
+    name = "unguarded-cuda-api"
+    summary = "CUDA runtime call that raises without CUDA, outside an availability guard"
+    prefilter = re.compile(rb"cuda|pin_memory")
+
+    VALID = [
+        "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+        "import torch\ntorch.cuda.manual_seed_all(0)\ntorch.cuda.empty_cache()\nn = torch.cuda.device_count()\n",
+        "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.cuda.set_device(0)\n",
+        "import torch\ndef f():\n    if not torch.cuda.is_available():\n        return None\n"
+        "    return torch.cuda.get_device_name(0)\n",
+        "import torch\ndef f(device):\n    if device.type == 'cuda':\n        torch.cuda.synchronize()\n",
+        "import torch\ndef f(x):\n    if x.is_cuda:\n        torch.cuda.synchronize()\n",
+        "import torch\ndef f(d):\n    if torch.device(d).type == 'cuda':\n        torch.cuda.get_device_capability()\n",
+        "import torch\nif torch.cuda.device_count() > 0:\n    print(torch.cuda.get_device_name(0))\n",
+        "import torch\ntorch.backends.cudnn.benchmark = True\nscaler = torch.cuda.amp.GradScaler()\n",
+        "import torch\ndef bench_cuda():\n    torch.cuda.synchronize()\n",
+        "import torch, unittest\nclass T(unittest.TestCase):\n"
+        "    @unittest.skipIf(not torch.cuda.is_available(), 'no cuda')\n"
+        "    def test_x(self):\n        torch.cuda.synchronize()\n",
+        "import argparse, torch\np = argparse.ArgumentParser()\nargs = p.parse_args()\n"
+        "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n"
+        "    torch.cuda.set_device(0)\n",
+        "def f(batch):\n    return batch.pin_memory()\n",  # no evidence it is a tensor
+        "import torch\nname = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'\n",
+    ]
+    INVALID = [
+        Invalid("import torch\ntorch.cuda.synchronize()\n",
+                "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
+        Invalid(
+            "import torch\nuse_cuda = torch.cuda.is_available()\ndef log():\n"
+            "    # peak memory\n    print(torch.cuda.max_memory_allocated())  # MB\n"
+            "    torch.cuda.reset_peak_memory_stats()\n",
+            "import torch\nuse_cuda = torch.cuda.is_available()\ndef log():\n"
+            "    # peak memory\n    print(torch.cuda.max_memory_allocated())  # MB\n"
+            "    if use_cuda:\n        torch.cuda.reset_peak_memory_stats()\n",
+        ),
+        Invalid("from torch.cuda import synchronize as sync\nsync()\n",
+                "from torch.cuda import synchronize as sync\nimport torch\n"
+                "if torch.cuda.is_available():\n    sync()\n"),
+        Invalid("import torch\nname = torch.cuda.get_device_name(0)\nprint(name)\n"),
+        Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)\nstart.record()\n"),
+        Invalid("import torch\nwith torch.cuda.device(1):\n    x = torch.ones(2)\n"),
+        Invalid("import torch\nx = torch.ones(3)\ny = x.pin_memory()\nprint(y)\n"),
+        Invalid("import torch\nprint('GPU:', torch.cuda.get_device_name(0))\n",
+                "import torch\nif torch.cuda.is_available():\n    print('GPU:', torch.cuda.get_device_name(0))\n"),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._stmts: list = []  # innermost statement line that may be wrapped, or None
+        # depth of CUDA-only functions/classes; a CUDA-only module (`torch/cuda/*.py`,
+        # `cuda_utils.py`, `gpu_bench.py`) is CUDA-only as a whole
+        self._cuda_only = 1 if _is_cuda_module(ctx.filename) else 0
+        self._name_uses: Optional[Counter] = None
+        self._flag: Optional[str] = None
+        self._flag_done = False
+
+    # ---- context ----------------------------------------------------------------------
+    def visit_SimpleStatementLine(self, node) -> None:
+        self._stmts.append(node)
+
+    def leave_SimpleStatementLine(self, node) -> None:
+        self._stmts.pop()
+
+    # a call under these cannot be wrapped in an `if` (batched visitors need real method names)
+    def visit_IndentedBlock(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_IndentedBlock(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_SimpleStatementSuite(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_SimpleStatementSuite(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_Lambda(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_Lambda(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_ListComp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_ListComp(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_SetComp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_SetComp(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_DictComp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_DictComp(self, node) -> None:
+        self._stmts.pop()
+
+    def visit_GeneratorExp(self, node) -> None:
+        self._stmts.append(None)
+
+    def leave_GeneratorExp(self, node) -> None:
+        self._stmts.pop()
+
+    def _is_cuda_only(self, node) -> bool:
+        if _CUDAISH.search(node.name.value):
+            return True
+        for dec in node.decorators:
+            d = dec.decorator
+            fn = d.func if isinstance(d, cst.Call) else d
+            name = (dotted(fn) or "").rsplit(".", 1)[-1]
+            if _CUDA_ONLY_DECORATOR.search(name):
+                return True
+            if isinstance(d, cst.Call) and d.args and name in ("skipIf", "skipUnless", "skipif"):
+                want = -1 if name in ("skipIf", "skipif") else 1
+                if self.facts.guard_polarity(d.args[0].value) == want:
+                    return True
+        return False
+
+    def visit_FunctionDef(self, node) -> None:
+        if self._cuda_only or self._is_cuda_only(node):
+            self._cuda_only += 1
+
+    def leave_FunctionDef(self, node) -> None:
+        if self._cuda_only:
+            self._cuda_only -= 1
+
+    def visit_ClassDef(self, node) -> None:
+        self.visit_FunctionDef(node)
+
+    def leave_ClassDef(self, node) -> None:
+        self.leave_FunctionDef(node)
+
+    # ---- detection ----------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.t.guarded or self._cuda_only:
+            return
+        api = cuda_api_name(self.facts.qualname(node.func))
+        if api is not None:
+            if api in RAISES_ON_CPU:
+                self._found(node, f"torch.cuda.{api}", api)
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "pin_memory" and not node.args:
+            if self.t.kind_of(func.value) is not None and self.t.kind_of(func.value) != "module":
+                self._found(node, "Tensor.pin_memory", "pin_memory")
+
+    def _found(self, node: cst.Call, what: str, api: str) -> None:
+        msg = f"`{what}()` raises on a machine without CUDA and no availability check guards it"
+        stmt = self._stmts[-1] if self._stmts else None
+        if api in _CONTEXT_ONLY:
+            self.report(node, msg + " (guard the whole block, or pick the device once)")
+            return
+        if stmt is None or len(stmt.body) != 1:
+            self.report(node, msg)
+            return
+        small = stmt.body[0]
+        if isinstance(small, cst.Expr):
+            pass
+        elif isinstance(small, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            if not all(isinstance(t, cst.Name) for t in targets):
+                self.report(node, msg)
+                return
+            used = [t.value for t in targets if self._uses(t.value) > 1]
+            if used or api in SPREADING:
+                what_used = f"`{used[0]}` is used elsewhere" if used else "its use spreads through the code"
+                self.report(node, f"{msg}; {what_used}, so guard the code that uses it too")
+                return
+        else:
+            self.report(node, msg)
+            return
+        self.report(node, msg, self._wrap_fix(stmt))
+
+    def _uses(self, name: str) -> int:
+        if self._name_uses is None:
+            counts: Counter = Counter()
+            stack = [self.ctx.module]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, cst.Name):
+                    counts[n.value] += 1
+                stack.extend(n.children)
+            self._name_uses = counts
+        return self._name_uses[name]
+
+    def _guard_flag(self) -> Optional[str]:
+        """A module-level ``flag = torch.cuda.is_available()``-style name defined before here."""
+        fn = self.t.function
+        for stmt in self.ctx.module.body:
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+                continue
+            s = stmt.body[0]
+            if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
+                continue
+            name = s.targets[0].target.value
+            if name not in self.facts.guard_flags or self.facts.guard_polarity(s.value) != 1:
+                continue
+            if fn is None and stmt not in self.t.seen_statements:
+                continue
+            if fn is not None and name in self.facts.assigned_in.get(fn, ()):
+                continue
+            if sum(1 for st in self.ctx.module.body if _binds_name(st, name)) != 1:
+                continue  # reassigned at module level: not a reliable flag
+            return name
+        return None
+
+    def _wrap_fix(self, stmt: cst.SimpleStatementLine) -> Fix:
+        flag = self._guard_flag()
+        needs_torch = False
+        if flag is not None:
+            test: cst.BaseExpression = cst.Name(flag)
+            how = f"guard it with `if {flag}:`"
+        else:
+            t, needs_torch = torch_ref(self.facts)
+            test = cst.parse_expression(f"{t}.cuda.is_available()")
+            how = f"guard it with `if {t}.cuda.is_available():`"
+        new = cst.If(test=test, body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=())]),
+                     leading_lines=stmt.leading_lines)
+        return Fix(Applicability.SAFE, how, {stmt: new}, needs_torch_import=needs_torch)
+
+
+def _is_cuda_module(filename: str) -> bool:
+    p = PurePath(filename or "")
+    return bool(_CUDA_MODULE.search(p.stem)) or (len(p.parts) > 1 and p.parts[-2] == "cuda")
+
+
+def _binds_name(stmt: cst.CSTNode, name: str) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for s in stmt.body:
+            if isinstance(s, cst.Assign) and any(dotted(t.target) == name for t in s.targets):
+                return True
+            if isinstance(s, (cst.AnnAssign, cst.AugAssign)) and dotted(s.target) == name:
+                return True
+    return False
