@@ -24,15 +24,14 @@ _MODULE_USE = frozenset({"parameters", "named_parameters", "train", "eval", "sta
                          "load_state_dict", "zero_grad"})
 _WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 _NUMPY_MODULES = frozenset({"numpy"})
-_TEST_DIRS = frozenset({"test", "tests", "testing"})
+_HOST_ATTRS = frozenset({"shape", "dtype", "ndim", "is_cuda", "requires_grad"})
+_HOST_METHODS = frozenset({"size", "dim", "item", "tolist", "numel", "numpy", "nelement", "stride"})
 
 
 def _is_test_file(filename: str) -> bool:
     p = PurePath(filename)
     name = p.name
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return any(part in _TEST_DIRS for part in p.parts[:-1])
+    return name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "conftest.py"
 
 
 def _walk(node: cst.CSTNode, into_defs: bool = False) -> Iterator[cst.CSTNode]:
@@ -576,7 +575,7 @@ class MissingDevicePlacement(Rule):
             while changed:
                 changed = False
                 for targets, value in flows:
-                    if _names(value) & on_device:
+                    if self._carries(value, on_device):
                         new = set(targets) - on_device
                         if new:
                             on_device |= new
@@ -585,10 +584,10 @@ class MissingDevicePlacement(Rule):
                 for a in call.args:
                     self._place_operand(a.value, need, strict=True)
             for e in exprs:
-                if not (_names(e) & on_device):
+                if not self._carries(e, on_device):
                     continue
                 for op in self._operands(e):
-                    if _names(op) & on_device:
+                    if self._carries(op, on_device):
                         continue
                     self._place_operand(op, need, strict=False)
             if (len(on_device), len(placed), len(self.edits)) == before:
@@ -597,13 +596,48 @@ class MissingDevicePlacement(Rule):
             self.reasons.append(f"cannot tell where `{name}` comes from")
         for call in numpy_calls:
             recv = call.func.value
-            if not (_names(recv) & on_device):
+            if not self._carries(recv, on_device):
                 continue
             if isinstance(recv, cst.Call) and isinstance(recv.func, cst.Attribute) and recv.func.attr.value == "cpu":
                 continue
             self.edits[call] = lambda u: u.with_changes(
                 func=u.func.with_changes(value=_method(u.func.value, "cpu")))
             self.missing["numpy"] += 1
+
+    def _carries(self, expr: cst.CSTNode, on_device: set) -> bool:
+        """Whether the value of ``expr`` may live on the device: it reads a name that does,
+        outside factory arguments and host-side reads (``x.size(0)``, ``len(x)``, ``x.shape``)."""
+        stack = [expr]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Name):
+                if n.value in on_device:
+                    return True
+            elif isinstance(n, cst.Attribute):
+                if n.attr.value not in _HOST_ATTRS:
+                    stack.append(n.value)
+            elif isinstance(n, cst.Call):
+                if n in self.edits and n is not expr and self._is_factory(n):
+                    return True
+                if self._is_factory(n) or dotted(n.func) in ("len", "range", "int", "float", "str", "bool"):
+                    continue
+                if isinstance(n.func, cst.Attribute) and n.func.attr.value in _HOST_METHODS:
+                    continue
+                stack.append(n.func)
+                stack.extend(a.value for a in n.args)
+            elif isinstance(n, cst.Arg):
+                stack.append(n.value)
+            elif isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+                continue
+            else:
+                stack.extend(n.children)
+        return False
+
+    def _is_factory(self, call: cst.Call) -> bool:
+        q = self.facts.qualname(call.func) or ""
+        last = q.rsplit(".", 1)[-1]
+        return q.count(".") == 1 and q.startswith("torch.") and (
+            last in DEVICE_LESS_FACTORIES or last in ("as_tensor", "from_numpy"))
 
     @staticmethod
     def _operands(e: cst.CSTNode) -> list:
