@@ -808,13 +808,16 @@ class MissingDevicePlacement(Rule):
             parts.append("`.cpu()` before `.numpy()`")
         message = (f"`{name}` is built and fed data but no device is chosen anywhere in the file: it runs "
                    f"on the CPU even where a GPU is available (missing: {'; '.join(parts)})")
-        # compose every edit into replacements of the top-level statements that contain them
+        # one replacement per outermost edited node; edits nested in it are composed into it
         transformer = _Edits(self.edits)
-        edited = set(self.edits)
         replacements = {}
-        for stmt in module.body:
-            if any(n in edited for n in _walk(stmt, into_defs=True)):
-                replacements[stmt] = stmt.visit(transformer)
+        stack = [module]
+        while stack:
+            n = stack.pop()
+            if n in self.edits:
+                replacements[n] = n.visit(transformer)
+            else:
+                stack.extend(n.children)
         reasons = list(dict.fromkeys(self.reasons))
         if reasons:
             fix = choice.fix(Applicability.UNSAFE,
