@@ -24,6 +24,15 @@ _MODULE_USE = frozenset({"parameters", "named_parameters", "train", "eval", "sta
                          "load_state_dict", "zero_grad"})
 _WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 _NUMPY_MODULES = frozenset({"numpy"})
+_MODULE_API = frozenset(
+    """parameters named_parameters buffers named_buffers modules named_modules children named_children
+    train eval state_dict load_state_dict zero_grad apply to cpu cuda half float double bfloat16
+    requires_grad_ register_buffer register_forward_hook register_forward_pre_hook
+    register_full_backward_hook add_module get_submodule""".split()
+)
+_BUILTINS = frozenset({"print", "len", "repr", "str", "type", "isinstance", "id", "hasattr", "getattr",
+                       "setattr", "vars", "dir", "sum", "list", "tuple", "format", "deepcopy",
+                       "copy.deepcopy", "copy.copy"})
 _HOST_ATTRS = frozenset({"shape", "dtype", "ndim", "is_cuda", "requires_grad"})
 _HOST_METHODS = frozenset({"size", "dim", "item", "tolist", "numel", "numpy", "nelement", "stride"})
 
@@ -260,7 +269,7 @@ class MissingDevicePlacement(Rule):
 
     # ------------------------------------------------------------------------------
     def finish(self) -> None:
-        if _is_test_file(self.ctx.filename) or self.facts.device_vars:
+        if _is_test_file(self.ctx.filename) or self.facts.device_vars or self.facts.multi_gpu:
             return
         module = self.ctx.module
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
@@ -389,7 +398,8 @@ class MissingDevicePlacement(Rule):
                     call_arg(n, 1, "map_location") is None and not any(a.star for a in n.args):
                 self.edits[n] = lambda u: _add_kwarg(u, "map_location", self.dev)
                 self.missing["loads"] += 1
-        self._report(module, fed_any[0], choice)
+        primary = [f for f in fed_any if not (isinstance(f[1].value, cst.Call) and self._is_loss(f[1].value))]
+        self._report(module, (primary or fed_any)[0], choice)
 
     def _fed(self, sc: _Scope, items: list, callee_seeds: dict) -> set:
         names = {name for _, name in items}
@@ -515,6 +525,12 @@ class MissingDevicePlacement(Rule):
                             flows.append(([r.value], n.args[0].value))
                 if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value in models:
                     model_calls.append(n)
+                elif (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                      and isinstance(n.func.value, cst.Name) and n.func.value.value in models
+                      and n.func.attr.value not in _MODULE_API):
+                    model_calls.append(n)  # model.forward(x), model.predict(x)
+                if isinstance(n, cst.Call):
+                    self._opaque_use(n, models)
 
         batch_names = set()
         for lp in loops:
@@ -603,6 +619,18 @@ class MissingDevicePlacement(Rule):
             self.edits[call] = lambda u: u.with_changes(
                 func=u.func.with_changes(value=_method(u.func.value, "cpu")))
             self.missing["numpy"] += 1
+
+    def _opaque_use(self, call: cst.Call, models: set) -> None:
+        """A model handed to code this file cannot see may be fed tensors there."""
+        if not any(isinstance(a.value, cst.Name) and a.value.value in models for a in call.args):
+            return
+        d = dotted(call.func)
+        if d is None or d in self.functions or d in _BUILTINS:
+            return
+        q = self.facts.qualname(call.func) or ""
+        if q.split(".")[0] == "torch" or (isinstance(call.func, cst.Attribute) and dotted(call.func.value) in models):
+            return
+        self.reasons.append(f"the model is passed to `{d}`, which this file cannot see")
 
     def _carries(self, expr: cst.CSTNode, on_device: set) -> bool:
         """Whether the value of ``expr`` may live on the device: it reads a name that does,
@@ -773,8 +801,9 @@ class MissingDevicePlacement(Rule):
     def _move_batch(self, lp: _Loop) -> None:
         d = self.ctx.module.code_for_node(self.dev)
         if lp.form == "tuple":
-            lhs = ", ".join(lp.names)
-            rhs = ", ".join(f"{n}.to({d})" for n in lp.names)
+            names = [n for n in lp.names if n != "_"]
+            lhs = ", ".join(names)
+            rhs = ", ".join(f"{n}.to({d})" for n in names)
             src = f"{lhs} = {rhs}\n"
         elif lp.form == "dict":
             b = lp.names[0]

@@ -220,3 +220,14 @@ def test_second_fix_is_a_no_op_and_nothing_is_left():
     fixed = fix(SCRIPT)
     assert fix(fixed) == fixed
     assert lint(fixed) == []
+
+
+def test_the_porting_guide_example_is_what_fix_produces():
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).parent.parent / "docs" / "porting.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, re.S)
+    before, after = blocks[1], blocks[2]
+    assert fix(before) == after
+    assert run(after) == run(before)
