@@ -33,6 +33,7 @@ _MODULE_API = frozenset(
 _BUILTINS = frozenset({"print", "len", "repr", "str", "type", "isinstance", "id", "hasattr", "getattr",
                        "setattr", "vars", "dir", "sum", "list", "tuple", "format", "deepcopy",
                        "copy.deepcopy", "copy.copy"})
+_HOST_LIBS = frozenset({"numpy", "matplotlib", "pandas", "sklearn", "scipy"})
 _HOST_ATTRS = frozenset({"shape", "dtype", "ndim", "is_cuda", "requires_grad"})
 _HOST_METHODS = frozenset({"size", "dim", "item", "tolist", "numel", "numpy", "nelement", "stride"})
 
@@ -608,6 +609,11 @@ class MissingDevicePlacement(Rule):
                     self._place_operand(op, need, strict=False)
             if (len(on_device), len(placed), len(self.edits)) == before:
                 break
+        for e in exprs:
+            if isinstance(e, cst.Call) and (self.facts.qualname(e.func) or "").split(".")[0] in _HOST_LIBS:
+                if any(self._carries(a.value, on_device) for a in e.args):
+                    self.reasons.append(f"`{self.ctx.module.code_for_node(e.func)}` reads values that are "
+                                        "now on the device")
         for name in sorted(unresolved):
             self.reasons.append(f"cannot tell where `{name}` comes from")
         for call in numpy_calls:

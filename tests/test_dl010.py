@@ -231,3 +231,63 @@ def test_the_porting_guide_example_is_what_fix_produces():
     before, after = blocks[1], blocks[2]
     assert fix(before) == after
     assert run(after) == run(before)
+
+
+def test_numpy_reading_a_device_tensor_makes_the_fix_unsafe():
+    src = """\
+    import numpy as np
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1)
+    out = model(torch.randn(2, 3)).detach()
+    print(np.asarray(out), np.asarray([1, 2]))
+    """
+    (d,) = lint(src)
+    assert d.fix.applicability is Applicability.UNSAFE
+    assert "`np.asarray` reads values that are now on the device" in d.fix.message
+
+
+def test_ignored_batch_items_are_not_moved():
+    src = """\
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model = nn.Linear(3, 1)
+    for x, _ in DataLoader(TensorDataset(torch.randn(4, 3), torch.randn(4)), batch_size=2):
+        print(model(x).shape)
+    """
+    assert "    x = x.to(device)\n" in fix(src)
+
+
+def test_model_handed_to_an_imported_trainer_is_unsafe():
+    src = """\
+    import torch
+    from torch import nn
+    from engine import train_one_epoch
+
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        train_one_epoch(model, optimizer)
+    """
+    (d,) = lint(src)
+    assert d.fix.applicability is Applicability.UNSAFE
+    assert "passed to `train_one_epoch`" in d.fix.message
+
+
+def test_the_report_is_at_the_model_not_the_loss():
+    src = """\
+    import torch
+    from torch import nn
+
+    criterion = nn.MSELoss()
+    model = nn.Linear(3, 1)
+    print(criterion(model(torch.randn(2, 3)), torch.zeros(2, 1)).item())
+    """
+    (d,) = lint(src)
+    assert d.line == 5
+    fixed = fix(src)
+    assert "criterion = nn.MSELoss()\n" in fixed
+    assert "torch.zeros(2, 1, device=device)" in fixed
