@@ -577,6 +577,11 @@ class MissingDevicePlacement(Rule):
                         ok = False
                     for m in sub:
                         ok = need(m, False) and ok
+                elif isinstance(value, (cst.Name, cst.Subscript, cst.Attribute)) and not (
+                        isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
+                    # `x = data[0]`, `x = batch.inputs`: placed where `data` / `batch` is
+                    for m in _names(value):
+                        ok = need(m, False) and ok
                 elif self._place_value(value) is False:
                     ok = False
             visiting.discard(name)
