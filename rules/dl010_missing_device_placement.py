@@ -275,6 +275,7 @@ class MissingDevicePlacement(Rule):
         module = self.ctx.module
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
         self.datasets_classes = self._dataset_classes(module)
+        self._module_use: dict = {}
         scopes = [_Scope(None, module)] + [_Scope(fn, fn.body) for fn in self.functions.values()]
         found = []
         for sc in scopes:
@@ -337,12 +338,13 @@ class MissingDevicePlacement(Rule):
         if not (last[:1].isupper() or factory):
             return False
         # an imported class or factory: only with Module usage in this scope
-        for n in _walk(body):
-            if (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-                    and isinstance(n.func.value, cst.Name) and n.func.value.value == name
-                    and n.func.attr.value in _MODULE_USE):
-                return True
-        return False
+        used = self._module_use.get(id(body))
+        if used is None:
+            used = self._module_use[id(body)] = {
+                n.func.value.value for n in _walk(body)
+                if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                and isinstance(n.func.value, cst.Name) and n.func.attr.value in _MODULE_USE}
+        return name in used
 
     def _constructions(self, sc: _Scope):
         for n in _walk(sc.body):
