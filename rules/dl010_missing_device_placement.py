@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Callable, Iterator, Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
@@ -23,7 +23,6 @@ _DTYPES = frozenset(
 _MODULE_USE = frozenset({"parameters", "named_parameters", "train", "eval", "state_dict",
                          "load_state_dict", "zero_grad"})
 _WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
-_NUMPY_MODULES = frozenset({"numpy"})
 _MODULE_API = frozenset(
     """parameters named_parameters buffers named_buffers modules named_modules children named_children
     train eval state_dict load_state_dict zero_grad apply to cpu cuda half float double bfloat16
@@ -165,7 +164,6 @@ class _Scope:
     body: cst.CSTNode
     seeds_models: set = field(default_factory=set)
     seeds_loaders: dict = field(default_factory=dict)  # param name -> origin known
-    seeds_data: set = field(default_factory=set)
 
 
 class MissingDevicePlacement(Rule):
@@ -364,7 +362,6 @@ class MissingDevicePlacement(Rule):
         self.dev = choice.expr
         self.edits: dict = {}
         self.reasons: list = []
-        self.placed_loops: list = []
         self.missing: dict = {"model": [], "batches": 0, "tensors": 0, "loads": 0, "numpy": 0}
         self._module_binds = _bindings(module)
         self._on_device: set = set()
@@ -393,7 +390,6 @@ class MissingDevicePlacement(Rule):
             if seeds is not None:
                 models |= seeds.seeds_models
                 sc.seeds_loaders = seeds.seeds_loaders
-                sc.seeds_data = seeds.seeds_data
             if models or sc.seeds_loaders:
                 self._analyze(sc, models)
         for n in _walk(module, into_defs=True):
@@ -433,7 +429,8 @@ class MissingDevicePlacement(Rule):
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         kw = {p.name.value for p in fn.params.kwonly_params} | set(params)
         loaders = self._loaders(sc)
-        seeds = None
+        fed_params: set = set()
+        loader_params: dict = {}
         for i, a in enumerate(call.args):
             if a.star:
                 break
@@ -441,16 +438,20 @@ class MissingDevicePlacement(Rule):
             if pname is None or pname not in kw or not isinstance(a.value, cst.Name):
                 continue
             v = a.value.value
-            if seeds is None:
-                seeds = callee_seeds.setdefault(fn.name.value, _Scope(fn, fn.body))
             if v in models:
                 called = any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == pname
                              for n in _walk(fn.body))
                 if called:
                     fed.add(v)
-                    seeds.seeds_models.add(pname)
+                    fed_params.add(pname)
             elif v in loaders:
-                seeds.seeds_loaders[pname] = seeds.seeds_loaders.get(pname, True) and loaders[v]
+                loader_params[pname] = loaders[v]
+        if not fed_params:
+            return  # batches only need the device where they meet the model
+        seeds = callee_seeds.setdefault(fn.name.value, _Scope(fn, fn.body))
+        seeds.seeds_models |= fed_params
+        for pname, known in loader_params.items():
+            seeds.seeds_loaders[pname] = seeds.seeds_loaders.get(pname, True) and known
 
     def _loaders(self, sc: _Scope) -> dict:
         """Names bound to a DataLoader or dataset in this scope (or module scope): name -> origin known."""
@@ -541,7 +542,7 @@ class MissingDevicePlacement(Rule):
             if not lp.known:
                 self.reasons.append(f"`{lp.source}` may yield non-tensors")
             self._move_batch(lp)
-        on_device = set(models) | batch_names | set(sc.seeds_data)
+        on_device = set(models) | batch_names
         self._on_device = on_device
         placed: set = set()  # names whose binding sites now create them on the device
         unresolved: set = set()

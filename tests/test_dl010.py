@@ -291,3 +291,35 @@ def test_the_report_is_at_the_model_not_the_loss():
     fixed = fix(src)
     assert "criterion = nn.MSELoss()\n" in fixed
     assert "torch.zeros(2, 1, device=device)" in fixed
+
+
+def test_helpers_that_never_see_the_model_are_left_alone():
+    src = """\
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    def mean_of(loader):
+        total = 0.0
+        for x, y in loader:
+            total += x.sum().item()
+        return total
+
+
+    def fit(net, loader):
+        for x, y in loader:
+            print(net(x).shape)
+
+
+    torch.manual_seed(0)
+    loader = DataLoader(TensorDataset(torch.randn(4, 3), torch.randn(4)), batch_size=2)
+    model = nn.Linear(3, 1)
+    print(mean_of(loader))
+    fit(model, loader)
+    """
+    fixed = fix(src)
+    assert fixed.count("x, y = x.to(device), y.to(device)") == 1
+    assert "def fit(net, loader):\n    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n" in fixed
+    assert "    for x, y in loader:\n        total += x.sum().item()\n" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
