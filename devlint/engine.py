@@ -106,7 +106,7 @@ def python_syntax_error(source: bytes) -> Optional[tuple[str, int, int]]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(source, "<devlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(source, "<devlint>", "exec", dont_inherit=True)
     except SyntaxError as exc:
         msg = exc.msg or "invalid syntax"
         if type(exc) is not SyntaxError and type(exc).__name__ not in msg:

@@ -110,7 +110,7 @@ def process_file(path: str, display: str, settings: Settings, fix: bool = False,
 # Deeply nested expressions (long `a + b + ...` chains, `x.f().f()...`) exhaust Python's
 # default recursion limit in LibCST's visitors; such a file is retried once on a thread
 # with a large stack and a higher limit.
-DEEP_RECURSION_LIMIT = 12_000
+DEEP_RECURSION_LIMIT = 6_000
 DEEP_STACK_SIZE = 512 * 1024 * 1024
 _deep_lock = threading.Lock()
 

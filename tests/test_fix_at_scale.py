@@ -119,7 +119,7 @@ def test_fix_all_rules_over_torch_sources(tmp_path):
     for f in changed:
         old, new = before[f], f.read_bytes()
         try:
-            compile(new, str(f), "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+            compile(new, str(f), "exec", dont_inherit=True)
         except SyntaxError as exc:
             problems.append(f"{f}: no longer compiles: {exc}")
             continue
