@@ -22,7 +22,7 @@ class _DefaultToCheck(click.Group):
     def invoke(self, ctx):
         # SIGINT/SIGTERM/SIGHUP end the run between files (a file being written is
         # finished first, see runner.atomic_write): one line, exit 2, no traceback.
-        _install_interrupt_handlers()
+        previous = _install_interrupt_handlers()
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
@@ -30,6 +30,11 @@ class _DefaultToCheck(click.Group):
             click.echo(f"devlint: error: interrupted ({name}); files already fixed are complete, "
                        "the others are unchanged", err=True)
             sys.exit(EXIT_ERROR)
+        finally:
+            import signal
+
+            for sig, old in previous.items():
+                signal.signal(sig, old)
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -38,12 +43,13 @@ class _Interrupted(KeyboardInterrupt):
         self.signal_name = signal_name
 
 
-def _install_interrupt_handlers() -> None:
+def _install_interrupt_handlers() -> dict:
     import signal
     import threading
 
+    previous: dict = {}
     if threading.current_thread() is not threading.main_thread():
-        return
+        return previous
 
     def handler(signum, _frame):
         raise _Interrupted(signal.Signals(signum).name)
@@ -51,7 +57,8 @@ def _install_interrupt_handlers() -> None:
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
-            signal.signal(sig, handler)
+            previous[sig] = signal.signal(sig, handler)
+    return previous
 
 
 def _fail(message: str) -> None:

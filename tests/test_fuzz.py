@@ -61,7 +61,8 @@ def test_generated_python_never_breaks(code):
     _check(src)
 
 
-@FUZZ
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(hypothesmith.from_node())
 def test_generated_python_with_cuda_calls(code):
     lines = code.splitlines(keepends=True)
