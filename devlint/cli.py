@@ -22,6 +22,47 @@ class _DefaultToCheck(click.Group):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx):
+        # SIGINT/SIGTERM/SIGHUP end the run between files (a file being written is
+        # finished first, see runner.atomic_write): one line, exit 2, no traceback.
+        previous = _install_interrupt_handlers()
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            name = getattr(exc, "signal_name", "SIGINT")
+            click.echo(f"devlint: error: interrupted ({name}); files already fixed are complete, "
+                       "the others are unchanged", err=True)
+            sys.exit(EXIT_ERROR)
+        finally:
+            import signal
+
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+
+class _Interrupted(KeyboardInterrupt):
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def _install_interrupt_handlers() -> dict:
+    import signal
+    import threading
+
+    previous: dict = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+
+    def handler(signum, _frame):
+        raise _Interrupted(signal.Signals(signum).name)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            previous[sig] = signal.signal(sig, handler)
+    return previous
+
 
 def _fail(message: str) -> None:
     click.echo(f"devlint: error: {message}", err=True)
@@ -151,7 +192,8 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         explicit = [p for p in paths if not path_filter.excluded(p, os.path.isdir(p), ancestors=True)]
     files, path_errors = discover(explicit, skip=path_filter.excluded) if explicit else ([], [])
     for err in path_errors:
-        click.echo(f"devlint: error: {err}", err=True)
+        click.echo(f"devlint: {'warning' if err.warning else 'error'}: {err}", err=True)
+    path_errors = [e for e in path_errors if not e.warning]
 
     if add_noqa:
         _add_noqa(files, settings_for)

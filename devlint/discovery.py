@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ SUFFIXES = (".py", ".ipynb")
 class PathError:
     path: str
     problem: str
+    warning: bool = False  # skipped on purpose (printed as a warning; the exit code is unaffected)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.problem}"
@@ -41,26 +44,48 @@ def discover(paths: list[str], skip=None) -> tuple[list[str], list[PathError]]:
             files.append(p)
 
     for raw in paths:
-        if not os.path.lexists(raw):
-            errors.append(PathError(raw, "no such file or directory"))
+        try:
+            st = os.stat(raw)
+        except OSError as exc:
+            errors.append(PathError(raw, _stat_problem(raw, exc)))
             continue
-        if os.path.isdir(raw):
+        if stat.S_ISDIR(st.st_mode):
             _walk(raw, add, errors, skip)
-        elif os.path.isfile(raw):
+        elif stat.S_ISREG(st.st_mode):
             add(raw)
         else:
-            errors.append(PathError(raw, "not a regular file (broken symlink or special file)"))
+            errors.append(PathError(raw, "not a regular file or directory (a device, FIFO or socket)"))
     return files, errors
 
 
+def _stat_problem(path: str, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symlink loop"
+    if exc.errno == errno.ENOENT:
+        return "broken symlink" if os.path.islink(path) else "no such file or directory"
+    if exc.errno == errno.ENOTDIR:
+        return "not a directory (a file used as a directory in the path)"
+    return f"cannot access: {exc.strerror or exc}"
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _walk(root: str, add, errors: list[PathError], skip=None) -> None:
+    """Walk ``root`` depth-first in name order. Symlinks are followed only while they stay
+    inside the real tree of ``root``: a symlink loop, a link out of the tree and a broken
+    link are skipped with a warning, so `--fix` never writes outside the tree it was given."""
     visited: set[str] = set()
+    real_root = os.path.realpath(root)
     stack = [root]
     while stack:
         d = stack.pop()
         real = os.path.realpath(d)
         if real in visited:
-            continue  # a symlink loop
+            errors.append(PathError(d, "symlink loop (directory already visited through another path); skipped",
+                                    warning=True))
+            continue
         visited.add(real)
         try:
             with os.scandir(d) as it:
@@ -71,6 +96,20 @@ def _walk(root: str, add, errors: list[PathError], skip=None) -> None:
         subdirs = []
         for e in entries:
             try:
+                if e.is_symlink():
+                    try:
+                        target = os.path.realpath(e.path, strict=True)
+                    except OSError as exc:
+                        if exc.errno == errno.ELOOP or e.name.endswith(SUFFIXES):
+                            errors.append(PathError(e.path, _stat_problem(e.path, exc) + "; skipped",
+                                                    warning=True))
+                        continue
+                    if not (e.is_dir() or e.name.endswith(SUFFIXES)) or (e.is_dir() and _skip_dir(e)):
+                        continue
+                    if not _inside(target, real_root):
+                        errors.append(PathError(e.path, f"symlink out of the tree (to {target}); skipped",
+                                                warning=True))
+                        continue
                 if e.is_dir():
                     if not _skip_dir(e) and not (skip and skip(e.path, True)):
                         subdirs.append(e.path)

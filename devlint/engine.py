@@ -71,18 +71,53 @@ def _prefilter(rules, source: bytes):
     return [r for r in rules if r.prefilter.search(source)]
 
 
-def _parse_error(filename: str, exc: Exception) -> Diagnostic:
+def _parse_error(filename: str, exc: Exception, source: bytes = b"") -> Diagnostic:
     line, col = 1, 1
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, cst.ParserSyntaxError):
-        line, col = exc.raw_line, exc.raw_column + 1
+        line, col = exc.editor_line, exc.editor_column
         msg = exc.message
     elif isinstance(exc, RecursionError):
         msg = "too deeply nested to parse"
     elif isinstance(exc, UnicodeDecodeError):
         msg = f"cannot decode as {exc.encoding}: {exc.reason} at byte {exc.start}"
+        if isinstance(exc.object, bytes) and exc.object == source:
+            line, col = _line_col(source, exc.start)
+    if b"\0" in source:
+        line, col = _line_col(source, source.index(b"\0"))
+        msg = "the file contains a NUL byte"
+    elif not isinstance(exc, (UnicodeDecodeError, RecursionError)):
+        py = python_syntax_error(source)
+        if py is not None:  # CPython's message is the one users know ("'(' was never closed")
+            msg, line, col = py
     return Diagnostic("DL000", registry.PARSE_ERROR[1], f"cannot parse: {msg}", filename,
                       line, col, line, col, None)
+
+
+def _line_col(source: bytes, offset: int) -> tuple[int, int]:
+    start = source.rfind(b"\n", 0, offset) + 1
+    return source.count(b"\n", 0, offset) + 1, offset - start + 1
+
+
+def python_syntax_error(source: bytes) -> Optional[tuple[str, int, int]]:
+    """CPython's own verdict on ``source``: ``(message, line, column)`` when it does not
+    compile, None when it does (or when CPython cannot say). Compiles to an AST only:
+    nothing is executed."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "<devlint>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        msg = exc.msg or "invalid syntax"
+        if type(exc) is not SyntaxError and type(exc).__name__ not in msg:
+            msg = f"{type(exc).__name__}: {msg}"
+        return msg, exc.lineno or 1, exc.offset or 1
+    except (ValueError, RecursionError, MemoryError):  # NUL bytes, too deep, too big
+        return None
+    return None
 
 
 def parse(source: bytes) -> cst.Module:
@@ -96,7 +131,7 @@ def lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
     try:
         module = parse(source)
     except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
-        return FileResult(filename, [_parse_error(filename, exc)])
+        return FileResult(filename, [_parse_error(filename, exc, source)])
     return lint_module(module, source, filename, settings, rules)
 
 
@@ -140,17 +175,25 @@ class FixOutcome:
     remaining: list[Diagnostic]
     fixed: int
     converged: bool = True
+    problem: str = ""  # why the fixes were not kept (the source is then the input)
 
 
 def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
-    """Apply fixes, re-lint and repeat until nothing changes (bounded)."""
+    """Apply fixes, re-lint and repeat until nothing changes (bounded). The result is
+    kept only when every round parses, the last round changes nothing more and CPython
+    still compiles the file (when it compiled before); otherwise the input comes back
+    unchanged with ``problem`` set."""
     first = lint_source(source, filename, settings)
     result = first
     current = source
-    for _ in range(MAX_FIX_ROUNDS):
+    for rounds in range(MAX_FIX_ROUNDS + 1):
         fixes = [d.fix for d in result.diagnostics if applicable(d.fix, settings)]
         if not fixes or result.module is None:
             break
+        if rounds == MAX_FIX_ROUNDS:
+            return FixOutcome(source, first.diagnostics, first.diagnostics, 0, converged=False,
+                              problem=f"fixes did not converge in {MAX_FIX_ROUNDS} rounds; "
+                                      "file left unchanged")
         new_module = apply_fixes(result.module, result.context.facts, fixes,
                                  result.context.new_device_name, settings.fix_style)
         new_source = new_module.bytes
@@ -160,10 +203,15 @@ def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
         result = lint_source(current, filename, settings)
         if any(d.code == "DL000" for d in result.diagnostics):
             # a fix must never break a file: keep the original
-            return FixOutcome(source, first.diagnostics, first.diagnostics, 0, converged=False)
-    else:
-        return FixOutcome(current, first.diagnostics, result.diagnostics,
-                          _fixed_count(first.diagnostics, result.diagnostics), converged=False)
+            return FixOutcome(source, first.diagnostics, first.diagnostics, 0, converged=False,
+                              problem="a fix produced code that does not parse (a devlint bug); "
+                                      "file left unchanged")
+    if current != source:
+        broken = python_syntax_error(current)
+        if broken is not None and python_syntax_error(source) is None:
+            return FixOutcome(source, first.diagnostics, first.diagnostics, 0, converged=False,
+                              problem=f"a fix produced code Python cannot compile ({broken[0]}, "
+                                      f"line {broken[1]}; a devlint bug); file left unchanged")
     return FixOutcome(current, first.diagnostics, result.diagnostics,
                       _fixed_count(first.diagnostics, result.diagnostics))
 
