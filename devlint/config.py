@@ -2,7 +2,7 @@
 ``devlint.toml`` (keys at the top level), found by walking up from the first path.
 
 Glob patterns (``exclude``, ``extend-exclude``, ``per-file-ignores``) use .gitignore
-semantics (``pathspec``), relative to the directory holding the config file (the project
+semantics (``devlint.gitignore``), relative to the directory holding the config file (the project
 root; the working directory when there is no config). ``.gitignore`` files (and
 ``.git/info/exclude``) are honoured inside a git repository, like git itself does.
 """
@@ -14,13 +14,11 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
-
-if TYPE_CHECKING:
-    import pathspec
+from typing import Any, Optional
 
 
 from devlint import registry
+from devlint.gitignore import GitIgnoreSpec
 
 CONFIG_NAMES = ("devlint.toml", "pyproject.toml")
 SECTION = ("tool", "devlint")
@@ -226,7 +224,7 @@ class PathFilter:
         self.root = Path(root).absolute()
         self.spec = _gitignore_spec(patterns) if patterns else None
         self.respect_gitignore = respect_gitignore
-        self._ignore_files: dict[str, Optional["pathspec.GitIgnoreSpec"]] = {}
+        self._ignore_files: dict[str, Optional[GitIgnoreSpec]] = {}
         self._git_roots: dict[str, Optional[str]] = {}
 
     def excluded(self, path: str, is_dir: bool = False, ancestors: bool = False) -> bool:
@@ -263,7 +261,7 @@ class PathFilter:
         self._git_roots[d] = root
         return root
 
-    def _spec_for(self, d: str, git_root: str) -> Optional["pathspec.GitIgnoreSpec"]:
+    def _spec_for(self, d: str, git_root: str) -> Optional[GitIgnoreSpec]:
         if d not in self._ignore_files:
             lines: list[str] = []
             sources = [os.path.join(d, ".gitignore")]
@@ -315,9 +313,5 @@ class PerFileIgnores:
         return frozenset(out)
 
 
-def _gitignore_spec(lines):
-    """pathspec is imported only when there are patterns to match: it pulls in asyncio
-    and concurrent.futures, which a one-file hook run must not pay for."""
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+def _gitignore_spec(lines) -> GitIgnoreSpec:
+    return GitIgnoreSpec.from_lines(lines)

@@ -2,7 +2,7 @@
 
 The hook repository is a committed snapshot of this working tree. `pre-commit try-repo`
 always builds a fresh environment in a temporary store (pip-installing devlint with
-libcst/click/pathspec, no torch; about a minute), so only the first test uses it; the
+libcst/click, no torch; about a minute), so only the first test uses it; the
 others name the snapshot in a `.pre-commit-config.yaml` and share one environment
 built in a private PRE_COMMIT_HOME.
 """
@@ -143,7 +143,7 @@ def test_hook_env_has_no_torch(project, hook_repo):
     assert _run_hook(project, hook_repo).returncode == 0
     pythons = glob.glob(os.path.join(env["PRE_COMMIT_HOME"], "repo*", "py_env-*", "bin", "python"))
     assert pythons, "pre-commit built no python environment"
-    probe = subprocess.run([pythons[0], "-c", "import devlint, libcst, click, pathspec\nimport torch"],
+    probe = subprocess.run([pythons[0], "-c", "import devlint, libcst, click\nimport torch"],
                            capture_output=True, text=True)
     assert "No module named 'torch'" in probe.stderr, probe.stderr
 
