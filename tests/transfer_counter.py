@@ -93,14 +93,17 @@ def run_counted(program: str, cuda_profile: bool | None = None) -> dict:
     if use_cuda:
         from torch.profiler import ProfilerActivity, profile
 
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        # on a CPU-only machine the profiler path still runs (CPU events only): no copies to count
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+        prof = profile(activities=acts)
         prof.__enter__()
     try:
         with make_mode(counts):
             runpy.run_path(prog, run_name="__main__")
     finally:
         if prof is not None:
-            torch.cuda.synchronize()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
             prof.__exit__(None, None, None)
     to_host = sum(counts[m] for m in TO_HOST)
     to_device = sum(counts[m] for m in TO_DEVICE)
