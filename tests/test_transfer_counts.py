@@ -30,6 +30,8 @@ def test_some_fixtures_measure_transfers():
 
 @pytest.mark.parametrize("case", FEWER, ids=[c.id for c in FEWER])
 def test_fix_does_fewer_transfers_and_prints_the_same(case):
+    if case.before == "crash":
+        pytest.skip("before.py needs a GPU to run at all; the CUDA test measures it")
     before, cb = count_program(case.before_path)
     after, ca = count_program(case.after_path)
     assert before.returncode == 0, before.stderr[-2000:]
