@@ -124,10 +124,40 @@ def parse(source: bytes) -> cst.Module:
     return cst.parse_module(source)
 
 
+# Runs of nested brackets, unary operators or attribute chains far beyond what CPython
+# accepts (it stops at 200 nested brackets): LibCST's parser can hang or crash on them,
+# so such a file is first put to CPython's compiler, which refuses it in microseconds.
+# Every alternative starts on one punctuation character and bounds its inner runs, so the
+# scan stays linear (an unbounded `[\w.]*` prefix took minutes on a 200 kB identifier).
+_PATHOLOGICAL = re.compile(rb"(?:[(\[{][^()\[\]{}\n]{0,12}){150,}|[-+~]{150,}|(?:\.\w{1,40}(?:\(\))?){400,}")
+
+
+def _refused_by_cpython(source: bytes) -> Optional[str]:
+    if _PATHOLOGICAL.search(source) is None:
+        return None
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "<devlint>", "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+    except SyntaxError as exc:
+        return exc.msg or "invalid syntax"
+    except (RecursionError, MemoryError):
+        return "too deeply nested to parse"
+    except ValueError:
+        return None
+    return None
+
+
 def lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
     rules = _prefilter(settings.rules(), source)
     if not rules:
         return FileResult(filename, suppress(source, filename, [], [], settings)[0])
+    refused = _refused_by_cpython(source)
+    if refused is not None:
+        return FileResult(filename, [Diagnostic("DL000", registry.PARSE_ERROR[1], f"cannot parse: {refused}",
+                                                filename, 1, 1, 1, 1, None)])
     try:
         module = parse(source)
     except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:

@@ -146,6 +146,27 @@ def test_300_deep_nesting_is_analysed_and_fixed(tmp_path, name):
     assert out.replace(b".to(device)", b".cuda()").endswith(DEEP[name].encode())
 
 
+# Far beyond what CPython accepts: LibCST's own parser can hang or crash on these, so
+# devlint puts such files to CPython's compiler first and reports DL000 at once.
+ABSURD = {
+    "absurd_parens.py": ("x = " + "(" * 20000 + "1" + ")" * 20000 + "\n", "too many nested parentheses"),
+    "absurd_unary.py": ("x = " + "-" * 20000 + "1\n", "too deeply nested to parse"),
+    "absurd_chain.py": ("x = torch.ones(1)" + ".cuda()" * 20000 + "\n", "too deeply nested to parse"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ABSURD))
+def test_absurd_nesting_is_refused_quickly_and_left_alone(tmp_path, name):
+    content, message = ABSURD[name]
+    src = ("import torch\n" + content).encode()
+    (tmp_path / name).write_bytes(src)
+    (tmp_path / "good.py").write_bytes(GOOD)
+    proc = _lint(tmp_path, name, fix=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert _lines_naming(proc, name) == [f"{name}:1:1: DL000 cannot parse: {message}"]
+    assert (tmp_path / name).read_bytes() == src
+
+
 def test_5mb_generated_file(tmp_path):
     # a generated module: a big table of string data plus a little code using torch
     rows = [f'    "{i:08d}:' + "abcdefghij" * 250 + '",' for i in range(2000)]
