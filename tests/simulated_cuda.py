@@ -47,10 +47,40 @@ def _tag(value):
     return value
 
 
+def _asked(values) -> bool:
+    for v in values:
+        if isinstance(v, torch.Tensor) and getattr(v, "_devlint_cuda", False):
+            return True
+        if isinstance(v, (list, tuple)) and _asked(v):
+            return True
+    return False
+
+
+def _tag_all(out):
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            _tag_all(o)
+    else:
+        _tag(out)
+    return out
+
+
 class RedirectCuda(TorchFunctionMode):
     def __torch_function__(self, func, types_, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
+        out = self._dispatch(func, args, dict(kwargs or {}))
+        # what is computed from GPU values lives on the GPU too (`out = model(x)`),
+        # and `p.data = moved` moves the Parameter p
+        if _asked(args) or _asked((kwargs or {}).values()):
+            _tag_all(out)
+            if getattr(func, "__name__", "") == "__set__" and args:
+                _tag(args[0])
+        return out
+
+    def _dispatch(self, func, args, kwargs):
         name = getattr(func, "__name__", "")
+        if kwargs.get("pin_memory"):
+            kwargs["pin_memory"] = False  # page-locked host memory needs a real CUDA runtime
+            RECORD["pin_memory"] += 1
         if name == "cuda" and args and isinstance(args[0], torch.Tensor):
             RECORD["tensor.cuda"] += 1
             return _tag(args[0].clone() if kwargs.get("copy") else args[0])
@@ -154,15 +184,23 @@ def install() -> RedirectCuda:
         device = torch._C._nn._parse_to(*args, **kwargs)[0]
         if device is not None and device.type == "cuda":
             RECORD["module.to"] += 1
-            _tag(self)
             args = tuple(CPU if _is_cuda(a) else a for a in args)
             if "device" in kwargs:
                 kwargs["device"] = CPU
+            out = module_to(self, *args, **kwargs)
+            _tag_module(self)
+            return out
         return module_to(self, *args, **kwargs)
+
+    def _tag_module(m):
+        _tag(m)
+        for t in (*m.parameters(), *m.buffers()):
+            _tag(t)
 
     def module_cuda(self, device=None):
         RECORD["module.cuda"] += 1
-        return _tag(self)
+        _tag_module(self)
+        return self
 
     torch.nn.Module.to = to
     torch.nn.Module.cuda = module_cuda
@@ -180,6 +218,18 @@ def install() -> RedirectCuda:
         return load(*args, **kwargs)
 
     torch.load = patched_load
+
+    jit_load = torch.jit.load
+
+    def patched_jit_load(f, map_location=None, *args, **kwargs):
+        if map_location is not None and _is_cuda(map_location):
+            RECORD["load.map_location"] += 1
+            module = jit_load(f, CPU, *args, **kwargs)
+            _tag_module(module)
+            return module
+        return jit_load(f, map_location, *args, **kwargs)
+
+    torch.jit.load = patched_jit_load
     mode = RedirectCuda()
     mode.__enter__()
     return mode
