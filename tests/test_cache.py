@@ -182,16 +182,16 @@ def test_cli_caches_by_default_and_no_cache_writes_nothing(project, tmp_path, mo
 
 def test_fix_still_fixes_with_a_warm_cache(project, tmp_path, parses):
     cdir = str(tmp_path / "cache")
-    r = _cli(["check", "--cache-dir", cdir, "--jobs", "1", "."], project)
+    r = _cli(["check", "--select", "DL001,DL002", "--cache-dir", cdir, "--jobs", "1", "."], project)
     assert r.exit_code == 1
     parses.clear()
-    r = _cli(["check", "--cache-dir", cdir, "--jobs", "1", "--fix", "."], project)
+    r = _cli(["check", "--select", "DL001,DL002", "--cache-dir", cdir, "--jobs", "1", "--fix", "."], project)
     fixed = (project / "bad.py").read_text()
     assert ".cuda()" not in fixed and "device=device" in fixed
     # a file with a cached clean result was skipped; files with fixes were fixed
     assert GOOD.encode() not in parses
     assert BAD.encode() in parses
-    r = _cli(["check", "--cache-dir", cdir, "--jobs", "1", "."], project)
+    r = _cli(["check", "--select", "DL001,DL002", "--cache-dir", cdir, "--jobs", "1", "."], project)
     assert "bad.py" not in r.output
 
 
