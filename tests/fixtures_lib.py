@@ -66,9 +66,23 @@ def discover_cases(code: str | None = None) -> list[Case]:
     return cases
 
 
+_RUNS: dict = {}
+
+
 def run_program(path: Path, *, cuda: bool = False, names=(), timeout: int = 120, extra_env=None):
     """Run a fixture program in a subprocess; CUDA hidden unless ``cuda``. Returns
-    (CompletedProcess, devices dict or None)."""
+    (CompletedProcess, devices dict or None). Fixture programs are deterministic, so a
+    plain run (no names, no extra environment) is done once per session and shared by
+    the harness, the simulated-CUDA comparison and the transfer counts."""
+    key = (str(path), cuda)
+    if not names and not extra_env:
+        if key not in _RUNS:
+            _RUNS[key] = _run_program(path, cuda=cuda, timeout=timeout)
+        return _RUNS[key]
+    return _run_program(path, cuda=cuda, names=names, timeout=timeout, extra_env=extra_env)
+
+
+def _run_program(path: Path, *, cuda: bool = False, names=(), timeout: int = 120, extra_env=None):
     env = dict(os.environ)
     env["PYTHONHASHSEED"] = "0"
     env.setdefault("OMP_NUM_THREADS", "1")
