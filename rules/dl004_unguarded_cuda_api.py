@@ -44,6 +44,24 @@ _CUDA_MODULE = re.compile(r"cuda|gpu|rocm", re.I)
 _CUDA_ONLY_DECORATOR = re.compile(r"cuda|gpu", re.I)  # `@requires_cuda`, `@onlyCUDA`, `@skip_if_lt_x_gpu(2)`
 
 
+def _is_script(module: cst.Module) -> bool:
+    """A file that runs code when executed: a `__main__` block, a module-level loop, or a
+    module-level call of a function defined in the file."""
+    defined = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    for stmt in module.body:
+        if isinstance(stmt, (cst.For, cst.While)):
+            return True
+        if isinstance(stmt, cst.If) and "__main__" in module.code_for_node(stmt.test):
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                value = getattr(small, "value", None)
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+                        and value.func.value in defined:
+                    return True
+    return False
+
+
 def cuda_api_name(q: Optional[str]) -> Optional[str]:
     """``torch.cuda.memory.memory_summary`` -> ``memory_summary``; None outside torch.cuda."""
     if q is None or not q.startswith("torch.cuda."):
@@ -66,7 +84,11 @@ class UnguardedCudaApi(Rule):
     `device_count`, `memory_allocated`, cudnn flags, `GradScaler`) are never reported, nor
     are calls inside functions that are CUDA-only by name or decorator (`def cuda_bench()`,
     `@requires_cuda`, `@skipIf(not torch.cuda.is_available(), ...)`) and in modules that
-    are CUDA-only by name (`cuda_utils.py`, `gpu_bench.py`, a `cuda/` package).
+    are CUDA-only by name (`cuda_utils.py`, `gpu_bench.py`, a `cuda/` package). Inside
+    functions, only *scripts* are checked (a file with an `if __name__ == "__main__":`
+    block, a module-level loop, or a module-level call of one of its own functions): in a
+    library module the caller decides whether a CUDA-only helper runs, and devlint does
+    not follow calls across files.
 
     ## Why is this bad?
     A script that otherwise falls back to the CPU crashes with `Torch not compiled with
@@ -124,6 +146,9 @@ class UnguardedCudaApi(Rule):
         "    torch.cuda.set_device(0)\n",
         "def f(batch):\n    return batch.pin_memory()\n",  # no evidence it is a tensor
         "import torch\nname = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'\n",
+        # a library module: its CUDA-only helper is guarded (or not) by the caller
+        "import torch\ndef cuda_elapsed(start, end):\n    torch.cuda.synchronize()\n"
+        "    return start.elapsed_time(end)\n",
     ]
     INVALID = [
         Invalid("import torch\ntorch.cuda.synchronize()\n",
@@ -131,10 +156,10 @@ class UnguardedCudaApi(Rule):
         Invalid(
             "import torch\nuse_cuda = torch.cuda.is_available()\ndef log():\n"
             "    # peak memory\n    print(torch.cuda.max_memory_allocated())  # MB\n"
-            "    torch.cuda.reset_peak_memory_stats()\n",
+            "    torch.cuda.reset_peak_memory_stats()\nlog()\n",
             "import torch\nuse_cuda = torch.cuda.is_available()\ndef log():\n"
             "    # peak memory\n    print(torch.cuda.max_memory_allocated())  # MB\n"
-            "    if use_cuda:\n        torch.cuda.reset_peak_memory_stats()\n",
+            "    if use_cuda:\n        torch.cuda.reset_peak_memory_stats()\nlog()\n",
         ),
         Invalid("from torch.cuda import synchronize as sync\nsync()\n",
                 "from torch.cuda import synchronize as sync\nimport torch\n"
@@ -153,6 +178,7 @@ class UnguardedCudaApi(Rule):
         # depth of CUDA-only functions/classes; a CUDA-only module (`torch/cuda/*.py`,
         # `cuda_utils.py`, `gpu_bench.py`) is CUDA-only as a whole
         self._cuda_only = 1 if _is_cuda_module(ctx.filename) else 0
+        self._script = _is_script(ctx.module)
         self._name_uses: Optional[Counter] = None
         self._flag: Optional[str] = None
         self._flag_done = False
@@ -238,7 +264,7 @@ class UnguardedCudaApi(Rule):
 
     # ---- detection ----------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if self.t.guarded or self._cuda_only:
+        if self.t.guarded or self._cuda_only or (self.t.function is not None and not self._script):
             return
         api = cuda_api_name(self.facts.qualname(node.func))
         if api is not None:
