@@ -236,6 +236,36 @@ _WORKER: dict = {}
 
 def _init_worker(fix: bool, diff: bool) -> None:
     _WORKER.update(fix=fix, diff=diff)
+    # Ctrl-C reaches the whole process group: the parent handles it (and stops handing out
+    # work); a worker finishes the file it is on instead of dying with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A worker must never outlive devlint (a killed hook would leave it running, holding
+    the caller's pipes open): on Linux the kernel kills it when the parent dies; elsewhere
+    a daemon thread watches the parent."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        import time
+
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="devlint-parent-watch", daemon=True).start()
 
 
 def _run_chunk(chunk: list) -> list:
@@ -344,8 +374,9 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
         from concurrent.futures.process import BrokenProcessPool
 
         chunks = _chunks(work, workers)
-        with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=_pool_context(),
-                                 initializer=_init_worker, initargs=(fix, diff)) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=_pool_context(),
+                                   initializer=_init_worker, initargs=(fix, diff))
+        try:
             futures = [(pool.submit(_run_chunk, c), c) for c in chunks]
             for fut, chunk in futures:
                 try:
@@ -356,6 +387,12 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
                         outcomes[i] = FileOutcome(
                             display, error="a worker process died while linting this file "
                                            "(rerun with --jobs 1 to see why)")
+        except BaseException:
+            # interrupted: no new chunk starts; the running ones finish their current
+            # files (each written atomically), then the workers exit
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
     for i, _path, display, _src, _s in work:
         _store(cache, keys.get(i), outcomes[i], display, lint_only, own.get(i, ""))

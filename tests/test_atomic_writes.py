@@ -104,6 +104,27 @@ def test_interrupted_run_leaves_files_original_or_fully_fixed(tmp_path, sig):
     assert states["fixed"] >= 1
 
 
+def _assert_no_process_left_in(directory, wait: float = 10.0) -> None:
+    """No worker of a killed devlint lives on (it would keep writing files and hold the
+    caller's pipes open): checked through /proc where there is one."""
+    if not os.path.isdir("/proc/self/cwd"):
+        return
+    target = os.path.realpath(directory)
+    deadline = time.time() + wait
+    while True:
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.path.realpath(f"/proc/{pid}/cwd") == target:
+                    left.append(pid)
+            except OSError:
+                continue
+        if not left or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left, f"processes still running in {target}: {left}"
+
+
 def test_killed_run_never_leaves_half_written_files(tmp_path):
     """SIGKILL cannot be caught: files are still original or fully fixed (the rename is
     atomic) and a leftover temporary file is never linted by the next run."""
@@ -118,6 +139,7 @@ def test_killed_run_never_leaves_half_written_files(tmp_path):
         time.sleep(0.01)
     proc.kill()
     proc.wait(timeout=60)
+    _assert_no_process_left_in(tmp_path)
     for p in files:
         assert p.read_bytes() in (files[p], fixed[p]), p.name
     (tmp_path / ".devlint-leftover.tmp").write_text(BUG.format(i=9))  # as a kill could leave
