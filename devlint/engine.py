@@ -249,5 +249,3 @@ def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
 def _fixed_count(before: list[Diagnostic], after: list[Diagnostic]) -> int:
     return max(0, len(before) - len(after))
 
-
-_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")

@@ -129,7 +129,7 @@ def call_arg(call: cst.Call, pos: Optional[int], kw: Optional[str]) -> Optional[
             if kw is not None and a.keyword.value == kw:
                 return a
         elif a.star:
-            return None if pos is not None and i <= pos else None
+            return None  # positions after *args are unknowable
         else:
             if pos is not None and i == pos:
                 return a

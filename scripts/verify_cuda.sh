@@ -10,10 +10,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-verify-out}
-mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)" || {
   echo "verify_cuda: no CUDA device visible to torch; nothing verified" >&2; exit 3; }
+mkdir -p "$out"
 # devlint itself needs libcst and click; a machine without an index takes them as wheels in .whl/
 if ! python3 -c "import libcst, click" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps .whl/*.whl || exit 4

@@ -55,10 +55,12 @@ def test_counter_profiler_path_runs_on_cpu(tmp_path):
     assert data["memcpy_htod"] == 0 and data["memcpy_dtoh"] == 0  # a CPU run copies nothing
 
 
-def test_verify_script_refuses_without_cuda():
+def test_verify_script_refuses_without_cuda(tmp_path):
     if _cuda():
         pytest.skip("CUDA is present: scripts/verify_cuda.sh would run for real")
+    out = tmp_path / "verify-out"
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "verify_cuda.sh")], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, OUT=str(ROOT / ".verify-test-out")))
+                          timeout=300, env=dict(os.environ, OUT=str(out)))
     assert proc.returncode == 3
     assert "no CUDA device visible" in proc.stderr
+    assert not out.exists(), "nothing verified, so no results folder either"
