@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import os
 import signal
 import stat
@@ -96,6 +95,7 @@ def atomic_write(path: str, data: bytes, expected_old: bytes) -> None:
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
     a = old.decode("utf-8", "replace").splitlines(keepends=True)
     b = new.decode("utf-8", "replace").splitlines(keepends=True)
+    import difflib  # only --diff needs it (~13 ms to import)
     return "".join(difflib.unified_diff(a, b, f"a/{path.lstrip('/')}", f"b/{path.lstrip('/')}"))
 
 

@@ -67,19 +67,45 @@ def discover_cases(code: str | None = None) -> list[Case]:
 
 
 _RUNS: dict = {}
+# Set by conftest.py on the controlling process: a folder shared by all xdist workers, so a
+# program is run once per test session, not once per worker.
+MEMO_ENV = "DEVLINT_TEST_RUN_MEMO"
 
 
 def run_program(path: Path, *, cuda: bool = False, names=(), timeout: int = 120, extra_env=None):
     """Run a fixture program in a subprocess; CUDA hidden unless ``cuda``. Returns
     (CompletedProcess, devices dict or None). Fixture programs are deterministic, so a
     plain run (no names, no extra environment) is done once per session and shared by
-    the harness, the simulated-CUDA comparison and the transfer counts."""
+    the harness, the simulated-CUDA comparison and the transfer counts (across xdist
+    workers too, through the folder named by ``$DEVLINT_TEST_RUN_MEMO``)."""
     key = (str(path), cuda)
-    if not names and not extra_env:
-        if key not in _RUNS:
-            _RUNS[key] = _run_program(path, cuda=cuda, timeout=timeout)
-        return _RUNS[key]
-    return _run_program(path, cuda=cuda, names=names, timeout=timeout, extra_env=extra_env)
+    if names or extra_env:
+        return _run_program(path, cuda=cuda, names=names, timeout=timeout, extra_env=extra_env)
+    if key not in _RUNS:
+        _RUNS[key] = _shared_run(path, cuda, timeout)
+    return _RUNS[key]
+
+
+def _shared_run(path: Path, cuda: bool, timeout: int):
+    memo = os.environ.get(MEMO_ENV)
+    if not memo or not os.path.isdir(memo):
+        return _run_program(path, cuda=cuda, timeout=timeout)
+    import fcntl
+    import hashlib
+
+    digest = hashlib.sha256(f"{path.resolve()}|{cuda}|".encode() + path.read_bytes()).hexdigest()[:24]
+    entry = Path(memo) / f"{digest}.json"
+    with open(Path(memo) / f"{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second worker waits for the first one's run
+        if entry.exists():
+            d = json.loads(entry.read_text())
+            return subprocess.CompletedProcess(d["args"], d["returncode"], d["stdout"], d["stderr"]), None
+        proc, devices = _run_program(path, cuda=cuda, timeout=timeout)
+        tmp = entry.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"args": proc.args, "returncode": proc.returncode,
+                                   "stdout": proc.stdout, "stderr": proc.stderr}))
+        os.replace(tmp, entry)
+        return proc, devices
 
 
 def _run_program(path: Path, *, cuda: bool = False, names=(), timeout: int = 120, extra_env=None):
