@@ -117,7 +117,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
     from devlint import config as cfg
     from devlint import registry
     from devlint.discovery import discover, display_path
-    from devlint.engine import Settings
+    from devlint.settings import Settings
     from devlint.output import FORMATS
     from devlint.output import statistics as print_statistics
     from devlint.runner import run_files
@@ -345,11 +345,9 @@ def _cell_lines(nb, idx) -> list[str]:
 @main.command("rules")
 def list_rules() -> None:
     """List every rule with its code, name and whether it is on by default."""
-    from devlint.registry import all_rules
+    from devlint.catalogue import META, RULES
 
-    from devlint.registry import meta_rules
-
-    for r in (*all_rules(), *meta_rules()):
+    for r in (*RULES, *META):
         state = "on " if r.default_enabled else "off"
         click.echo(f"{r.code}  {state}  {r.name:<32} {r.summary}")
 

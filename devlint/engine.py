@@ -10,32 +10,16 @@ from typing import Optional
 import libcst as cst
 
 from devlint import registry
-from devlint.diagnostic import Applicability, Diagnostic, Fix
+from devlint.catalogue import prefiltered
+from devlint.diagnostic import Diagnostic
 from devlint.facts import ContextTracker, FileFacts, prescan
 from devlint.fixes import apply_fixes, device_var_name
-from devlint.rule import Report, Rule
+from devlint.rule import Report
+from devlint.settings import Settings, applicable  # noqa: F401 - re-exported
 from devlint.suppression import suppress
 from devlint.walk import positions as node_positions, visit_batched
 
 MAX_FIX_ROUNDS = 10
-
-
-@dataclass(frozen=True)
-class Settings:
-    select: frozenset = field(default_factory=lambda: registry.resolve())
-    unsafe_fixes: bool = False
-    fix_style: str = "cuda"  # or "accelerator"
-    device_name: str = "device"
-    # (code, line hash) pairs of a baseline that this file's findings are checked against
-    baseline: frozenset = frozenset()
-
-    def rules(self) -> tuple[type[Rule], ...]:
-        return tuple(r for r in registry.all_rules() if r.code in self.select)
-
-    def key(self) -> str:
-        """What the results depend on besides the file's content (for caches)."""
-        return repr((sorted(self.select), self.unsafe_fixes, self.fix_style, self.device_name,
-                     sorted(self.baseline)))
 
 
 class FileContext:
@@ -65,10 +49,6 @@ class FileResult:
     module: Optional[cst.Module] = None
     context: Optional[FileContext] = None
     reports: list = field(default_factory=list)
-
-
-def _prefilter(rules, source: bytes):
-    return [r for r in rules if r.prefilter.search(source)]
 
 
 def _parse_error(filename: str, exc: Exception, source: bytes = b"") -> Diagnostic:
@@ -101,9 +81,8 @@ def _line_col(source: bytes, offset: int) -> tuple[int, int]:
 
 def python_syntax_error(source: bytes) -> Optional[tuple[str, int, int]]:
     """CPython's own verdict on ``source``: ``(message, line, column)`` when it does not
-    compile, None when it does (or when CPython cannot say). Compiles to an AST only:
-    nothing is executed."""
-    import ast
+    compile, None when it does (or when CPython cannot say). Compiles only: nothing is
+    executed."""
     import warnings
 
     try:
@@ -151,7 +130,7 @@ def _refused_by_cpython(source: bytes) -> Optional[str]:
 
 
 def lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
-    rules = _prefilter(settings.rules(), source)
+    rules = prefiltered(settings.rules(), source)
     if not rules:
         return FileResult(filename, suppress(source, filename, [], [], settings)[0])
     refused = _refused_by_cpython(source)
@@ -188,14 +167,6 @@ def lint_module(module: cst.Module, source: bytes, filename: str, settings: Sett
     reports = [ctx.reports[i] for i in order]
     diags, reports = suppress(source, filename, diags, reports, settings)  # noqa, baseline, DL100
     return FileResult(filename, diags, module, ctx, reports)
-
-
-def applicable(fix: Optional[Fix], settings: Settings) -> bool:
-    if fix is None:
-        return False
-    if fix.applicability is Applicability.SAFE:
-        return True
-    return fix.applicability is Applicability.UNSAFE and settings.unsafe_fixes
 
 
 @dataclass

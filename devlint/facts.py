@@ -898,7 +898,7 @@ class _Closer(BatchableCSTVisitor):
         return out
 
     def leave_If(self, node: cst.If) -> None:
-        t, f = self.t, self.t.facts
+        t = self.t
         pol = t.polarity(node.test)
         if pol == -1 and ends_with_exit(node.body):
             t.blocks[-1].guarded = True

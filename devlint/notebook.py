@@ -121,6 +121,7 @@ class Notebook:
         out: list[str] = []
         buf = ""
         in_magic = False
+        out_indent = ""
         for line in text.splitlines(keepends=True):
             bare = line.rstrip("\r\n")
             if in_magic or (not buf and _is_magic(bare)):

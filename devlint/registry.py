@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from functools import lru_cache
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from devlint.rule import Rule
+from devlint import catalogue
+from devlint.catalogue import BY_CODE, META, RULES, RuleInfo
 
-PARSE_ERROR = ("DL000", "parse-error")
+if TYPE_CHECKING:
+    from devlint.rule import Rule
+
+PARSE_ERROR = catalogue.PARSE_ERROR
 
 
 class SelectionError(ValueError):
@@ -17,41 +20,45 @@ class SelectionError(ValueError):
 
 
 @lru_cache(maxsize=1)
-def all_rules() -> tuple[type[Rule], ...]:
-    """Every rule class in ``devlint.rules`` (the repository's ``rules/``), by code."""
-    import devlint.rules as pkg
-
-    found: dict[str, type[Rule]] = {}
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        for obj in vars(mod).values():
-            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.code:
-                if obj.code in found and found[obj.code] is not obj:
-                    raise RuntimeError(f"two rules claim {obj.code}")
-                found[obj.code] = obj
-    return tuple(found[c] for c in sorted(found))
+def all_rules() -> tuple[type["Rule"], ...]:
+    """Every rule class of the catalogue, by code (importing them imports LibCST: callers
+    that only need codes, names, defaults or prefilters read the catalogue instead)."""
+    return tuple(_class(info) for info in RULES)
 
 
-def meta_rules() -> tuple[type[Rule], ...]:
+def _class(info: RuleInfo) -> type["Rule"]:
+    from devlint.rule import Rule
+
+    mod = importlib.import_module(info.module)
+    found = [o for o in vars(mod).values()
+             if isinstance(o, type) and issubclass(o, Rule) and o.__dict__.get("code") == info.code]
+    if len(found) != 1:
+        raise RuntimeError(f"{info.module} defines {len(found)} rule classes for {info.code}, not one")
+    return found[0]
+
+
+def meta_rules() -> tuple[type["Rule"], ...]:
     """Codes the engine reports itself, outside the rule traversal (DL100, off by default)."""
-    from devlint.suppression import UnusedNoqa
-
-    return (UnusedNoqa,)
+    return tuple(_class(info) for info in META)
 
 
-def rule_by_code(code: str) -> type[Rule] | None:
-    code = code.upper()
-    return next((r for r in (*all_rules(), *meta_rules()) if r.code == code or r.name == code.lower()), None)
+def info_by_code(code: str) -> RuleInfo | None:
+    """A catalogue entry by code or name (``DL002``, ``hardcoded-cuda``)."""
+    code = code.strip()
+    return BY_CODE.get(code.upper()) or next((r for r in BY_CODE.values() if r.name == code.lower()), None)
+
+
+def rule_by_code(code: str) -> type["Rule"] | None:
+    info = info_by_code(code)
+    return _class(info) if info is not None else None
 
 
 def _expand(selector: str) -> set[str]:
     s = selector.strip().upper()
     if not s:
         return set()
-    known = (*all_rules(), *meta_rules())
-    codes = {r.code for r in known}
+    known = BY_CODE.values()
+    codes = set(BY_CODE)
     if s == "ALL":
         return codes
     named = {r.code for r in known if r.name.upper() == s}
@@ -68,7 +75,7 @@ def resolve(
 ) -> frozenset[str]:
     """The selected codes: ``select`` (default: rules on by default) + ``extend_select`` - ``ignore``."""
     if select is None:
-        chosen = {r.code for r in all_rules() if r.default_enabled}
+        chosen = {r.code for r in RULES if r.default_enabled}
     else:
         chosen = set()
         for s in select:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional
 import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
+from devlint.catalogue import BY_CODE, Prefilter
 from devlint.diagnostic import Applicability, Fix
 
 if TYPE_CHECKING:
@@ -44,11 +45,29 @@ class Rule(BatchableCSTVisitor):
     summary: ClassVar[str] = ""
     default_enabled: ClassVar[bool] = True
     # A file that does not match is not parsed for this rule (the cheap prefilter).
-    prefilter: ClassVar[re.Pattern] = re.compile(rb"torch")
+    prefilter: ClassVar[Prefilter] = re.compile(rb"torch")
     VALID: ClassVar[list] = []
     INVALID: ClassVar[list] = []
 
     _visitor_cache: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """A rule declares its ``code``; its name, summary, default and prefilter come from
+        the catalogue (``devlint/catalogue.py``), which is read without importing LibCST."""
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if not code:
+            return
+        info = BY_CODE.get(code)
+        if info is None and not cls.__module__.startswith("devlint."):
+            return  # a rule defined outside devlint (a test's): it sets its own fields
+        if info is None or info.module != cls.__module__:
+            raise TypeError(f"{cls.__module__}.{cls.__name__}: {code} is not catalogued for this module "
+                            "in devlint/catalogue.py")
+        for attr in ("name", "summary", "default_enabled", "prefilter"):
+            if attr in cls.__dict__:
+                raise TypeError(f"{cls.__name__}.{attr}: set it in devlint/catalogue.py, not in the class")
+            setattr(cls, attr, getattr(info, attr))
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__()

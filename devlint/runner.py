@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from devlint.diagnostic import Diagnostic
-from devlint.engine import Settings, fix_source, lint_source
+from devlint.catalogue import prefiltered
+from devlint.settings import Settings, applicable
 
 
 @dataclass
@@ -182,6 +183,9 @@ def process_source(source: bytes, path: Optional[str], display: str, settings: S
         from devlint.notebook import process_notebook_source
         return process_notebook_source(source, path, display, settings, fix=fix, diff=diff)
     try:
+        # LibCST and the rules are imported here, by the first file that needs parsing
+        from devlint.engine import fix_source, lint_source
+
         if not (fix or diff):
             return FileOutcome(display, _analyse(lint_source, source, display, settings).diagnostics)
         out = _analyse(fix_source, source, display, settings)
@@ -319,8 +323,6 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
     the order in which they finish. ``cache`` (a :class:`devlint.cache.Cache`) serves
     unchanged files without parsing; ``jobs`` > 1 lints the rest in a process pool.
     ``settings_for(path)`` gives a file its own settings (per-file ignores, baseline)."""
-    from devlint.engine import _prefilter
-
     jobs = default_jobs() if not jobs or jobs < 1 else jobs
     lint_only = not (fix or diff)
     outcomes: list = [None] * len(files)
@@ -339,16 +341,15 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
         except OSError as exc:
             outcomes[i] = FileOutcome(display, error=f"cannot read: {exc.strerror or exc}")
             continue
-        if not _prefilter(s.rules(), source):
-            # nothing to parse: cheaper than a cache lookup or a trip to a worker
-            outcomes[i] = process_source(source, path, display, s, fix=fix, diff=diff)
+        if not prefiltered(s.infos(), source) and "DL100" not in s.select and not path.endswith(".ipynb"):
+            # no selected rule can report on this file: nothing to parse, nor to import
+            # (cheaper than a cache lookup or a trip to a worker)
+            outcomes[i] = FileOutcome(display, [], new_source=None if lint_only else source)
             continue
         if cache is not None:
             keys[i] = cache.key(display, source, own.get(i, ""))
             hit = cache.get(keys[i], display)
             if hit is not None:
-                from devlint.engine import applicable
-
                 if lint_only:
                     outcomes[i] = FileOutcome(display, hit)
                     continue
@@ -372,6 +373,13 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
     elif workers > 1:
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
+
+        import importlib
+
+        from devlint import registry
+
+        importlib.import_module("devlint.engine")  # before the fork: workers start warm
+        registry.all_rules()
 
         chunks = _chunks(work, workers)
         pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=_pool_context(),

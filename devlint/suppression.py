@@ -20,7 +20,7 @@ from devlint.diagnostic import Diagnostic
 from devlint.rule import Rule
 
 if TYPE_CHECKING:
-    from devlint.engine import Settings
+    from devlint.settings import Settings
 
 _CODE = r"[A-Za-z]+[0-9]+"
 _CODES = rf"(?P<codes>{_CODE}(?:[\s,]+{_CODE})*)"
@@ -57,9 +57,7 @@ class UnusedNoqa(Rule):
     """
 
     code = "DL100"
-    name = "unused-noqa"
-    summary = "suppression comment that suppresses nothing"
-    default_enabled = False
+    # name, summary, default and prefilter: devlint/catalogue.py
     VALID = ["import torch\nx = torch.ones(2).cuda()  # noqa: DL002\n"]
     INVALID = []
 

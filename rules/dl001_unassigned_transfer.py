@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from devlint.facts import CONVERSIONS, PARAM, TENSOR
@@ -43,9 +41,7 @@ class UnassignedTransfer(Rule):
     """
 
     code = "DL001"
-    name = "unassigned-transfer"
-    summary = "tensor conversion whose result is discarded"
-    prefilter = re.compile(rb"\.(?:" + b"|".join(m.encode() for m in sorted(CONVERSIONS)) + rb")\(")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         "import torch\nx = torch.zeros(3)\nx = x.to('cpu')\n",

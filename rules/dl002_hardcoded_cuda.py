@@ -61,9 +61,7 @@ class HardcodedCuda(Rule):
     """
 
     code = "DL002"
-    name = "hardcoded-cuda"
-    summary = "hard-coded CUDA device outside an availability guard"
-    prefilter = re.compile(rb"cuda|\.to\(\s*\d|device\s*=\s*\d")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",

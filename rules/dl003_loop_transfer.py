@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -166,9 +165,7 @@ class LoopTransfer(Rule):
     """
 
     code = "DL003"
-    name = "loop-transfer"
-    summary = "avoidable host<->device transfer repeated every loop iteration"
-    prefilter = re.compile(rb"\b(for|while)\b[\s\S]*\.(to|cuda)\(")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         # the fresh batch must be moved every iteration

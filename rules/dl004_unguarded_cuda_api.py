@@ -122,9 +122,7 @@ class UnguardedCudaApi(Rule):
     """
 
     code = "DL004"
-    name = "unguarded-cuda-api"
-    summary = "CUDA runtime call that raises without CUDA, outside an availability guard"
-    prefilter = re.compile(rb"cuda|pin_memory")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",

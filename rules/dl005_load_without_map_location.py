@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
@@ -57,9 +55,7 @@ class LoadWithoutMapLocation(Rule):
     """
 
     code = "DL005"
-    name = "load-without-map-location"
-    summary = "`torch.load` / `torch.jit.load` without `map_location`"
-    prefilter = re.compile(rb"load")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         "import torch\nstate = torch.load('m.pt', map_location='cpu')\n",

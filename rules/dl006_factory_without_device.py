@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
@@ -97,9 +95,7 @@ class FactoryWithoutDevice(Rule):
     """
 
     code = "DL006"
-    name = "factory-without-device"
-    summary = "tensor factory without `device=` in a per-call `nn.Module` method"
-    prefilter = re.compile(rb"def forward")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"

@@ -77,9 +77,7 @@ class HostAllocThenMove(Rule):
     """
 
     code = "DL007"
-    name = "host-alloc-then-move"
-    summary = "tensor allocated on the host, then moved to a device"
-    prefilter = re.compile(rb"\)\s*\.\s*(?:to|cuda)\(")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         "import torch\nx = torch.zeros(3, device='cuda')\n",

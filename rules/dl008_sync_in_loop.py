@@ -102,10 +102,7 @@ class SyncInLoop(Rule):
     """
 
     code = "DL008"
-    name = "sync-in-loop"
-    summary = "device-to-host sync on every iteration of a training/eval loop"
-    default_enabled = False
-    prefilter = re.compile(rb"backward\(|\.step\(|no_grad|inference_mode")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         # the value steers control flow: it must reach the host

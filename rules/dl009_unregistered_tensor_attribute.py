@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import libcst as cst
@@ -70,9 +69,7 @@ class UnregisteredTensorAttribute(Rule):
     """
 
     code = "DL009"
-    name = "unregistered-tensor-attribute"
-    summary = "plain tensor attribute in nn.Module.__init__ does not move with model.to(device)"
-    prefilter = re.compile(rb"def __init__")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         # a Parameter is registered

@@ -211,9 +211,7 @@ class MissingDevicePlacement(Rule):
     """
 
     code = "DL010"
-    name = "missing-device-placement"
-    summary = "model built and fed data without any device placement"
-    prefilter = re.compile(rb"torch")
+    # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
         # already device-aware

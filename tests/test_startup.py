@@ -52,3 +52,22 @@ def test_warm_one_file_check_imports_neither(tmp_path):
     mods, proc = _imported(["check", "train.py"], tmp_path)
     assert proc.returncode == 1 and "DL002" in proc.stdout
     assert not {m for m in mods if m.split(".")[0] in {"torch", "numpy"}}
+
+
+def test_warm_cache_hit_does_not_import_libcst(tmp_path):
+    """A warm run serves the file from the cache: no parse, so not even LibCST is imported."""
+    (tmp_path / "train.py").write_text(TORCH_CODE)
+    first, _ = _imported(["check", "train.py"], tmp_path)
+    assert "libcst" in first
+    mods, proc = _imported(["check", "train.py"], tmp_path)
+    assert proc.returncode == 1 and "DL002" in proc.stdout
+    assert not {m for m in mods if m.split(".")[0] == "libcst"}
+
+
+def test_file_no_rule_could_flag_does_not_import_libcst(tmp_path):
+    (tmp_path / "util.py").write_text("import os\n\nprint(os.getcwd())\n")
+    mods, proc = _imported(["check", "--no-cache", "--select", "ALL", "--ignore", "DL100", "util.py"],
+                           tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "All checks passed.\n", proc.stderr
+    assert not {m for m in mods if m.split(".")[0] == "libcst"}
+    assert "difflib" not in mods  # only --diff needs it

@@ -1,0 +1,47 @@
+"""What a run's results depend on besides the files: the selected codes and fix options.
+
+Read without importing LibCST (see :mod:`devlint.catalogue`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from devlint import registry
+from devlint.catalogue import RULES, RuleInfo
+from devlint.diagnostic import Applicability, Fix
+
+if TYPE_CHECKING:
+    from devlint.rule import Rule
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: frozenset = field(default_factory=lambda: registry.resolve())
+    unsafe_fixes: bool = False
+    fix_style: str = "cuda"  # or "accelerator"
+    device_name: str = "device"
+    # (code, line hash) pairs of a baseline that this file's findings are checked against
+    baseline: frozenset = frozenset()
+
+    def infos(self) -> tuple[RuleInfo, ...]:
+        """The selected rules' catalogue entries (no LibCST import)."""
+        return tuple(r for r in RULES if r.code in self.select)
+
+    def rules(self) -> tuple[type["Rule"], ...]:
+        """The selected rule classes (imports them, and LibCST)."""
+        return tuple(r for r in registry.all_rules() if r.code in self.select)
+
+    def key(self) -> str:
+        """What the results depend on besides the file's content (for caches)."""
+        return repr((sorted(self.select), self.unsafe_fixes, self.fix_style, self.device_name,
+                     sorted(self.baseline)))
+
+
+def applicable(fix: Optional[Fix], settings: Settings) -> bool:
+    """Whether ``--fix`` (with these settings) applies this fix."""
+    if fix is None:
+        return False
+    if fix.applicability is Applicability.SAFE:
+        return True
+    return fix.applicability is Applicability.UNSAFE and settings.unsafe_fixes
