@@ -218,7 +218,13 @@ def _rel(path: str, root: Path) -> Optional[str]:
 
 class PathFilter:
     """Decides whether a path is excluded: config ``exclude``/``extend-exclude`` globs
-    (relative to the project root) and .gitignore files inside a git repository."""
+    (relative to the project root) and .gitignore files inside a git repository.
+
+    A pattern must match the path itself (ripgrep's and ruff's rule): the walk prunes every
+    excluded directory it meets, so what a directory pattern would exclude below it is never
+    reached. A directory given on the command line is walked even when it sits inside an
+    ignored one (say, the installed torch package under a `~/.pyenv` checkout that ignores
+    `/versions/`); ``--force-exclude`` checks its ancestors too (``ancestors=True``)."""
 
     def __init__(self, root: Path, patterns: tuple[str, ...] = (), respect_gitignore: bool = True) -> None:
         self.root = Path(root).absolute()
@@ -243,7 +249,7 @@ class PathFilter:
     def _match_one(self, ap: str, is_dir: bool) -> bool:
         if self.spec is not None:
             rel = _rel(ap, self.root)
-            if rel is not None and self.spec.match_file(rel + "/" if is_dir else rel):
+            if rel is not None and self.spec.match_file(rel + "/" if is_dir else rel, parents=False):
                 return True
         return self.respect_gitignore and self._gitignored(ap, is_dir)
 
@@ -286,7 +292,7 @@ class PathFilter:
             spec = self._spec_for(d, git_root)
             if spec is not None:
                 rel = Path(os.path.relpath(ap, d)).as_posix()
-                res = spec.check_file(rel + "/" if is_dir else rel)
+                res = spec.check_file(rel + "/" if is_dir else rel, parents=False)
                 if res.include is not None:
                     return bool(res.include)
             if d == git_root or os.path.dirname(d) == d:

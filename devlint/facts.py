@@ -25,6 +25,8 @@ from typing import Iterator, Optional
 import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
+from devlint.walk import children
+
 TENSOR = "tensor"
 PARAM = "param"  # an nn.Parameter: a tensor whose attribute cannot take a plain tensor
 MODULE = "module"
@@ -932,4 +934,4 @@ def iter_calls(node: cst.CSTNode) -> Iterator[cst.Call]:
         n = stack.pop()
         if isinstance(n, cst.Call):
             yield n
-        stack.extend(n.children)
+        stack.extend(children(n, trivia=False))

@@ -109,9 +109,11 @@ class GitIgnoreSpec:
                 pats.append((i, *c))
         return cls(pats)
 
-    def check_file(self, path: str) -> CheckResult:
+    def check_file(self, path: str, parents: bool = True) -> CheckResult:
         """The last pattern that matches the file itself decides; failing that, the last
-        pattern that matches one of its parent directories (pathspec's GitIgnoreSpec rule)."""
+        pattern that matches one of its parent directories (pathspec's GitIgnoreSpec rule).
+        With ``parents=False`` only patterns that match the path itself count (a walk, which
+        has already pruned the directories it went through, asks this way)."""
         include: Optional[bool] = None
         index: Optional[int] = None
         best = 0
@@ -120,11 +122,14 @@ class GitIgnoreSpec:
             if m is None:
                 continue
             priority = 1 if m.groupdict().get("dm") else 2
+            # a directory is passed as `dir/`: its own trailing slash is not a parent match
+            if priority == 1 and not parents and m.end("dm") < len(path):
+                continue
             if priority > best:
                 include, index, best = not negated, i, priority
             if priority == 2:
                 break
         return CheckResult(path, include, index)
 
-    def match_file(self, path: str) -> bool:
-        return bool(self.check_file(path).include)
+    def match_file(self, path: str, parents: bool = True) -> bool:
+        return bool(self.check_file(path, parents).include)

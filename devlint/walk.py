@@ -26,7 +26,8 @@ import dataclasses
 import inspect
 import re
 from contextlib import contextmanager
-from typing import Iterable, Optional
+from operator import attrgetter
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -130,12 +131,85 @@ def conditional_fields(node: cst.CSTNode) -> tuple[str, ...]:
     return _ORDERS[type(node)][0]
 
 
+# type -> 1: a node, 2: a sequence (of nodes), 3: a trivia node, 0: anything else
+_CHILD_KIND: dict[type, int] = {}
+
+
+def _child_kind(t: type) -> int:
+    if issubclass(t, cst.CSTNode):
+        k = 3 if t in TRIVIA else 1
+    else:
+        k = 2 if issubclass(t, (list, tuple)) else 0
+    _CHILD_KIND[t] = k
+    return k
+
+
+def children(node: cst.CSTNode, trivia: bool = True) -> list:
+    """``node.children``, in the same order, without its cost: LibCST's property rebuilds the
+    node (validation included) to collect them, ~10x slower. ``trivia=False`` leaves out
+    layout and operator-token nodes (whitespace, commas, parentheses, ``+``...), for walks
+    that look for names, calls or attributes."""
+    out: list = []
+    kinds = _CHILD_KIND
+    for f in child_fields(node):
+        v = getattr(node, f)
+        k = kinds.get(type(v))
+        if k is None:
+            k = _child_kind(type(v))
+        if k == 1 or (k == 3 and trivia):
+            out.append(v)
+        elif k == 2:
+            for c in v:
+                kc = kinds.get(type(c))
+                if kc is None:
+                    kc = _child_kind(type(c))
+                if kc == 1 or (kc == 3 and trivia):
+                    out.append(c)
+    return out
+
+
+# nodes that hold statements; a walk over statements descends into these only
+_STATEMENT_HOLDERS = (
+    cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.If, cst.Else,
+    cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.ExceptHandler, cst.ExceptStarHandler,
+    cst.Finally, cst.Match, cst.MatchCase,
+)
+
+
+def statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The statements (compound and small) under ``node``, pre-order in source order,
+    without entering function or class bodies or any expression: what a walk over every
+    node yields of them, at a fraction of the cost."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is not node:
+            yield n
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+                continue
+        if isinstance(n, _STATEMENT_HOLDERS):
+            stack.extend(reversed([c for c in children(n, trivia=False)
+                                   if isinstance(c, (cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite,
+                                                     cst.If, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
+                                                     cst.Finally, cst.MatchCase))]))
+
+
 def _methods(visitors: Iterable) -> dict[str, list]:
     out: dict[str, list] = {}
     for v in visitors:
         for name, fn in v.get_visitors().items():
             out.setdefault(name, []).append(fn)
     return out
+
+
+def _no_children(node) -> tuple:
+    return ()
+
+
+def _one_getter(name: str):
+    def get(node) -> tuple:
+        return (getattr(node, name),)
+    return get
 
 
 def visit_batched(module: cst.CSTNode, visitors: Iterable) -> None:
@@ -155,8 +229,17 @@ def visit_batched(module: cst.CSTNode, visitors: Iterable) -> None:
             va = methods.get(f"visit_{name}_{f}", empty)
             la = methods.get(f"leave_{name}_{f}", empty)
             fields.append((f, tuple(va), tuple(la)))
+        names = [f for f, _va, _la in fields]
+        if any(va or la for _f, va, la in fields):
+            getter = None  # attribute visitors: the field-by-field loop
+        elif not names:
+            getter = _no_children
+        elif len(names) == 1:
+            getter = _one_getter(names[0])
+        else:
+            getter = attrgetter(*names)  # all children in one C call
         p = (tuple(methods.get(f"visit_{name}", empty)),
-             tuple(methods.get(f"leave_{name}", empty)), tuple(fields))
+             tuple(methods.get(f"leave_{name}", empty)), tuple(fields), getter)
         cond = conditional_fields(node)
         if cond:
             plans[t] = None  # the plan depends on which of `cond` are None
@@ -184,29 +267,42 @@ def visit_batched(module: cst.CSTNode, visitors: Iterable) -> None:
             p = plans.get((t, tuple(getattr(node, f) is None for f in _ORDERS[t][0])))
         if not p:
             p = plan(node)
-        vf, lf, fields = p
+        vf, lf, fields, getter = p
         for fn in vf:
             fn(node)
-        for f, va, la in fields:
-            for fn in va:
-                fn(node)
-            v = getattr(node, f)
-            tv = type(v)
-            k = kinds.get(tv)
-            if k is None:
-                k = kind(tv)
-            if k == 1:
-                walk(v)
-            elif k == 2:
-                for c in v:
-                    tc = type(c)
-                    kc = kinds.get(tc)
-                    if kc is None:
-                        kc = kind(tc)
-                    if kc == 1:
-                        walk(c)
-            for fn in la:
-                fn(node)
+        if getter is not None:
+            for v in getter(node):
+                k = kinds.get(type(v))
+                if k is None:
+                    k = kind(type(v))
+                if k == 1:
+                    walk(v)
+                elif k == 2:
+                    for c in v:
+                        kc = kinds.get(type(c))
+                        if kc is None:
+                            kc = kind(type(c))
+                        if kc == 1:
+                            walk(c)
+        else:
+            for f, va, la in fields:
+                for fn in va:
+                    fn(node)
+                v = getattr(node, f)
+                k = kinds.get(type(v))
+                if k is None:
+                    k = kind(type(v))
+                if k == 1:
+                    walk(v)
+                elif k == 2:
+                    for c in v:
+                        kc = kinds.get(type(c))
+                        if kc is None:
+                            kc = kind(type(c))
+                        if kc == 1:
+                            walk(c)
+                for fn in la:
+                    fn(node)
         for fn in lf:
             fn(node)
 

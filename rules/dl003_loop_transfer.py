@@ -8,6 +8,7 @@ from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR, call_arg, dotted, is_cuda_string, string_value
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule
+from devlint.walk import children
 
 HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
 MOVE_METHODS = frozenset({"to", "cuda"})
@@ -31,7 +32,7 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield n
         if n is not node and isinstance(n, _NO_DESCEND):
             continue
-        stack.extend(reversed(n.children))
+        stack.extend(reversed(children(n, trivia=False)))
 
 
 def names_in(node: cst.CSTNode) -> set:

@@ -11,6 +11,7 @@ from devlint.diagnostic import Applicability, Fix
 from devlint.facts import dotted
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule
+from devlint.walk import children
 
 # What `torch.cuda.<name>` does on a CPU-only build (torch 2.13.0+cpu, measured; the list is
 # kept honest by tests/test_cuda_api_list.py, which runs every entry on the installed torch).
@@ -309,7 +310,7 @@ class UnguardedCudaApi(Rule):
                 n = stack.pop()
                 if isinstance(n, cst.Name):
                     counts[n.value] += 1
-                stack.extend(n.children)
+                stack.extend(children(n, trivia=False))
             self._name_uses = counts
         return self._name_uses[name]
 

@@ -9,6 +9,7 @@ import libcst as cst
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule, unsafe
+from devlint.walk import children
 
 _OPTIMIZER_NAME = re.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
 _LOADER_NAME = re.compile(r"loader", re.I)
@@ -618,7 +619,7 @@ def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
         n = stack.pop()
         if n is target:
             return True
-        stack.extend(n.children)
+        stack.extend(children(n, trivia=False))
     return False
 
 
@@ -629,7 +630,7 @@ def _count_name(tree: cst.CSTNode, name: str) -> int:
         node = stack.pop()
         if isinstance(node, cst.Name) and node.value == name:
             n += 1
-        stack.extend(node.children)
+        stack.extend(children(node, trivia=False))
     return n
 
 

@@ -11,6 +11,7 @@ from devlint.diagnostic import Applicability
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, call_arg, dotted, string_value
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule
+from devlint.walk import children, statements
 
 # Any of these in a name, attribute or keyword means the file already deals with devices.
 _AWARE_BYTES = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
@@ -51,7 +52,7 @@ def _walk(node: cst.CSTNode, into_defs: bool = False) -> Iterator[cst.CSTNode]:
         yield n
         if not into_defs and n is not node and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(reversed(n.children))
+        stack.extend(reversed(children(n, trivia=False)))
 
 
 def _names(expr: cst.CSTNode) -> set:
@@ -69,7 +70,7 @@ def _names(expr: cst.CSTNode) -> set:
         elif isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
         else:
-            stack.extend(n.children)
+            stack.extend(children(n, trivia=False))
     return out
 
 
@@ -91,7 +92,7 @@ def _target_names(target: cst.CSTNode) -> list:
 def _bindings(body: cst.CSTNode) -> dict:
     """name -> [(kind, value, statement)] for every binding site in a scope."""
     binds: dict = {}
-    for n in _walk(body):
+    for n in statements(body):
         if isinstance(n, cst.Assign):
             for t in n.targets:
                 for name in _target_names(t.target):
@@ -343,7 +344,7 @@ class MissingDevicePlacement(Rule):
         return name in used
 
     def _constructions(self, sc: _Scope):
-        for n in _walk(sc.body):
+        for n in statements(sc.body):
             if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
                 name = n.targets[0].target.value
                 if self._is_module_ctor(n.value, sc.node, name, sc.body):
@@ -456,7 +457,7 @@ class MissingDevicePlacement(Rule):
         out = dict(sc.seeds_loaders)
         bodies = [sc.body] if sc.node is None else [self.ctx.module, sc.body]
         for body in bodies:
-            for n in _walk(body):
+            for n in statements(body):
                 if isinstance(n, cst.Assign):
                     known = self._iterable_origin(n.value, out)
                     if known is None:
@@ -670,7 +671,7 @@ class MissingDevicePlacement(Rule):
             elif isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
                 continue
             else:
-                stack.extend(n.children)
+                stack.extend(children(n, trivia=False))
         return False
 
     def _is_factory(self, call: cst.Call) -> bool:
@@ -858,7 +859,7 @@ class MissingDevicePlacement(Rule):
             if n in self.edits:
                 replacements[n] = n.visit(transformer)
             else:
-                stack.extend(n.children)
+                stack.extend(children(n))
         reasons = list(dict.fromkeys(self.reasons))
         if reasons:
             fix = choice.fix(Applicability.UNSAFE,

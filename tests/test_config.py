@@ -151,6 +151,32 @@ def test_gitignore_is_honoured_inside_a_git_repository(tmp_path, monkeypatch):
     assert len(findings(res.output)) == 4
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_directory_given_inside_an_ignored_one_is_walked(tmp_path, monkeypatch):
+    """The installed torch package lives under `~/.pyenv`, a git checkout whose .gitignore
+    says `/versions/`: `devlint <that torch dir>` must lint it (ruff and ripgrep do). Only
+    patterns matching a walked entry itself prune it."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, {".gitignore": "/versions/\n*.gen.py\n", "versions/3.11/torch/nn/a.py": GPU,
+                     "versions/3.11/torch/nn/b.gen.py": GPU, "versions/3.11/torch/nn/old/c.py": GPU,
+                     "versions/3.11/torch/nn/.gitignore": "old/\n", "tool.py": GPU})
+    assert findings(run(["check", "."], tmp_path, monkeypatch).output) == [("tool.py", "DL002")]
+    res = run(["check", "versions/3.11/torch"], tmp_path, monkeypatch)
+    assert findings(res.output) == [("versions/3.11/torch/nn/a.py", "DL002")]
+    res = run(["check", "--force-exclude", "versions/3.11/torch/nn/a.py", "tool.py"], tmp_path, monkeypatch)
+    assert findings(res.output) == [("tool.py", "DL002")]
+
+
+def test_directory_given_inside_an_excluded_one_is_walked(tmp_path, monkeypatch):
+    write(tmp_path, {"pyproject.toml": '[tool.devlint]\nextend-exclude = ["legacy/", "*_old.py"]\n',
+                     "legacy/v1/old.py": GPU, "legacy/v1/x_old.py": GPU, "new.py": GPU})
+    assert findings(run(["check", "."], tmp_path, monkeypatch).output) == [("new.py", "DL002")]
+    res = run(["check", "legacy/v1"], tmp_path, monkeypatch)
+    assert findings(res.output) == [("legacy/v1/old.py", "DL002")]
+    res = run(["check", "--force-exclude", "legacy/v1"], tmp_path, monkeypatch)
+    assert res.exit_code == 0 and "All checks passed." in res.output
+
+
 def test_gitignore_outside_a_git_repository_is_not_used(tmp_path, monkeypatch):
     write(tmp_path, {".gitignore": "*.py\n", "a.py": GPU})
     assert findings(run(["check"], tmp_path, monkeypatch).output) == [("a.py", "DL002")]

@@ -184,3 +184,65 @@ def test_bad_baseline_exits_2(tmp_path, monkeypatch, content, fragment):
     (tmp_path / "b.json").write_text(content)
     res = run(["check", "--baseline", "b.json", "m.py"], tmp_path, monkeypatch)
     assert res.exit_code == 2 and fragment in res.output and "b.json" in res.output
+
+
+# ---- the comment scanner agrees with tokenize ----------------------------------------------
+
+def _tokenize_comments(source: bytes) -> list:
+    import io
+    import tokenize
+
+    out, last_row_with_code = [], 0
+    try:
+        for tok in tokenize.tokenize(io.BytesIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.start[1], tok.string, last_row_with_code != tok.start[0]))
+            elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                  tokenize.ENCODING):
+                last_row_with_code = tok.end[0]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return out
+
+
+TRICKY = [
+    b'x = "# noqa: DL002"  # noqa: DL001\n',
+    b"s = '''\n# noqa: DL002\n'''  # real\n",
+    b's = """a\\"""\n# noqa\n"""\n',
+    b"s = 'it\\'s # not'  # it's a comment\n",
+    b's = "a\\\nb # still a string"\n# noqa\n',
+    b'x = 1\r\n# noqa: DL002\r\ny = "#"  # noqa\r\n',
+    b"f = f'{x}#'  # c\nb = rb'\\'#'  # d\n",
+    b'    # devlint: noqa\n  x = (1,  # inner\n       2)\n',
+    b"s = ''  # e\nt = \"\"  # f\n",
+    b'u = "\xc3\xa9t\xc3\xa9"  # g\n',
+]
+
+
+@pytest.mark.parametrize("source", TRICKY, ids=range(len(TRICKY)))
+def test_comment_scanner_agrees_with_tokenize(source):
+    from devlint.suppression import _comments
+
+    assert list(_comments(source)) == _tokenize_comments(source)
+
+
+def test_comment_scanner_agrees_with_tokenize_on_the_torch_sources():
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("torch is not installed")
+    from devlint.suppression import _comments
+
+    root = Path(list(spec.submodule_search_locations)[0])
+    checked = 0
+    for p in sorted(root.rglob("*.py")):
+        source = p.read_bytes()
+        if b"noqa" not in source:
+            continue
+        expected = _tokenize_comments(source)
+        if expected is None:
+            continue
+        assert list(_comments(source)) == expected, p
+        checked += 1
+    assert checked > 100
