@@ -247,6 +247,9 @@ class LoopTransfer(Rule):
         super().__init__(ctx)
         self._reported: set = set()
         self._new_names: set = set()
+        # ids of the loops holding a call that can move data to a device (`.to`, `.cuda`,
+        # `torch.tensor(..., device=)`): only those are analysed (most loops hold none)
+        self._moving_loops: set = set()
 
     # ---- helpers ----------------------------------------------------------------------
     def _device_arg(self, call: cst.Call, keyword_only: bool = False) -> Optional[cst.BaseExpression]:
@@ -298,6 +301,17 @@ class LoopTransfer(Rule):
         return name
 
     # ---- loops ----------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.t.loops:
+            return
+        f = node.func
+        if isinstance(f, cst.Attribute):
+            moving = f.attr.value in MOVE_METHODS or f.attr.value in BUILDERS
+        else:  # `tensor(...)` imported from torch, under any name
+            moving = isinstance(f, cst.Name) and (self.facts.qualname(f) or "").rsplit(".", 1)[-1] in BUILDERS
+        if moving:
+            self._moving_loops.update(map(id, self.t.loops))
+
     def leave_For(self, node: cst.For) -> None:
         self._loop(node)
 
@@ -305,6 +319,8 @@ class LoopTransfer(Rule):
         self._loop(node)
 
     def _loop(self, loop) -> None:
+        if id(loop) not in self._moving_loops:
+            return
         body = loop.body
         bound_list, mutated = bindings(body)
         if isinstance(loop, cst.For):
