@@ -80,14 +80,21 @@ _GPU_ONLY_DECORATOR = re.compile(
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    # exact type tests: both are concrete classes, and isinstance() against LibCST's ABC
+    # metaclass is slow on a miss (this runs for every call and attribute of a file)
+    if type(node) is _NAME:
+        return node.value
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is _ATTRIBUTE:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is _NAME:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
+
+
+_NAME, _ATTRIBUTE = cst.Name, cst.Attribute
 
 
 def root_name(node: cst.CSTNode) -> Optional[str]:
