@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
+import importlib
 import os
 import signal
 import stat
@@ -325,6 +327,9 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
     ``settings_for(path)`` gives a file its own settings (per-file ignores, baseline)."""
     jobs = default_jobs() if not jobs or jobs < 1 else jobs
     lint_only = not (fix or diff)
+    # Many files, no cache, several workers: reading and prefiltering happen in the workers,
+    # so the pool starts at once instead of after a serial pass over every file.
+    defer_reads = cache is None and jobs > 1 and len(files) > 4 * jobs
     outcomes: list = [None] * len(files)
     keys: dict[int, str] = {}
     own: dict[int, str] = {}  # index -> the file's settings key, when not the run's
@@ -333,8 +338,8 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
         s = settings_for(path) if settings_for is not None else settings
         if s is not settings:
             own[i] = s.key()
-        if not lint_only and cache is None:
-            work.append((i, path, display, None, s))
+        if cache is None and (not lint_only or defer_reads):
+            work.append((i, path, display, None, s))  # the worker reads it
             continue
         try:
             source = read_bytes(path)
@@ -374,13 +379,11 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
-        import importlib
-
         from devlint import registry
 
         importlib.import_module("devlint.engine")  # before the fork: workers start warm
         registry.all_rules()
-
+        gc.freeze()  # the workers' collector never walks (and so never copies) the parent's objects
         chunks = _chunks(work, workers)
         pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=_pool_context(),
                                    initializer=_init_worker, initargs=(fix, diff))
@@ -400,6 +403,8 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
             # files (each written atomically), then the workers exit
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+        finally:
+            gc.unfreeze()
         pool.shutdown(wait=True)
 
     for i, _path, display, _src, _s in work:

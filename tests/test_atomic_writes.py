@@ -13,7 +13,7 @@ import time
 import pytest
 
 from clihelp import devlint_cmd, no_traceback, run_cli
-from devlint import registry, runner
+from devlint import engine, registry, runner
 from devlint.engine import Settings, fix_source
 
 BUG = "import torch\nx{i} = torch.ones({i}).cuda()\ny{i} = torch.zeros(2).cuda()  # keep {i}\n"
@@ -62,14 +62,14 @@ def test_temp_file_is_in_the_same_directory_and_renamed(tmp_path, monkeypatch):
 def test_file_changed_between_read_and_write_is_not_overwritten(tmp_path, monkeypatch):
     p = tmp_path / "edited.py"
     p.write_text(BUG.format(i=3))
-    real_fix = runner.fix_source
+    real_fix = engine.fix_source
 
     def fix_while_user_edits(source, filename, settings):
         out = real_fix(source, filename, settings)
         p.write_text("# the user's edit, saved while devlint was fixing\n" + BUG.format(i=3))
         return out
 
-    monkeypatch.setattr(runner, "fix_source", fix_while_user_edits)
+    monkeypatch.setattr(engine, "fix_source", fix_while_user_edits)
     res = runner.process_file(str(p), "edited.py", SETTINGS, fix=True)
     assert res.error == "cannot write: file changed on disk while devlint was fixing it; not overwritten"
     assert p.read_text().startswith("# the user's edit")

@@ -237,12 +237,15 @@ def test_outcomes_come_back_in_the_order_given(tmp_path):
     d = _project(tmp_path)
     # largest first in the pool, but outcomes in the order given (here: reversed)
     files = sorted(str(p) for p in d.rglob("*.py"))[::-1]
+    files.insert(5, str(d / "deleted_meanwhile.py"))  # read by a worker: its error comes back too
     settings = Settings(select=registry.resolve(["ALL"]))
     one = run_files([(f, f) for f in files], settings, jobs=1)
     two = run_files([(f, f) for f in files], settings, jobs=2)
     assert [o.path for o in two] == files
     assert [[d.to_dict() for d in o.diagnostics] for o in one] == \
            [[d.to_dict() for d in o.diagnostics] for o in two]
+    assert [o.error for o in one] == [o.error for o in two]
+    assert two[5].error.startswith("cannot read: No such file")
 
 
 def test_fix_with_jobs_2_writes_what_jobs_1_writes(tmp_path):
