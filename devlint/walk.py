@@ -296,7 +296,10 @@ def visit_batched(module: cst.CSTNode, visitors: Iterable) -> None:
         vf, lf, fields, getter = p
         for fn in vf:
             fn(node)
-        if getter is not None:
+        # The child-entering block below is written out twice on purpose: this is the hot
+        # loop of every run, and a helper would add a call per field and a stack frame per
+        # nesting level (deep files would hit the recursion limit sooner).
+        if getter is not None:  # no attribute visitors: all children in one C call
             for v in getter(node):
                 k = kinds.get(type(v))
                 if k is None:
