@@ -22,12 +22,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from functools import lru_cache
 from typing import Optional
 
 from devlint import __version__
 from devlint.diagnostic import Applicability, Diagnostic, Fix
+from devlint.fsutil import staged
 
 FORMAT = 1
 DEFAULT_DIR = ".devlint_cache"
@@ -163,17 +163,8 @@ class Cache:
             self._prepare()
             d = os.path.dirname(path)
             os.makedirs(d, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
+            with staged(d, data, prefix=".tmp-") as tmp:
                 os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
             self.writes += 1
         except OSError:
             pass  # read-only or full disk: run without a cache

@@ -10,7 +10,6 @@ import os
 import signal
 import stat
 import sys
-import tempfile
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Optional
 
 from devlint.diagnostic import Diagnostic
 from devlint.catalogue import prefiltered
+from devlint.fsutil import staged
 from devlint.settings import Settings, applicable
 
 
@@ -68,31 +68,19 @@ def atomic_write(path: str, data: bytes, expected_old: bytes) -> None:
     if st.st_nlink > 1:
         raise OSError(f"the file has {st.st_nlink} hard links and a rewrite would split them; not overwritten")
     d = os.path.dirname(real)
-    with _signals_deferred():
-        fd, tmp = tempfile.mkstemp(prefix=".devlint-", suffix=".tmp", dir=d)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, st.st_mode & 0o7777)
-            if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-                try:
-                    os.chown(tmp, st.st_uid, st.st_gid)
-                except OSError:
-                    pass  # not allowed: the fixed file belongs to whoever ran devlint
-            # the last moment before the swap: was the file edited since it was read?
-            now = os.stat(real)
-            if (now.st_mtime_ns, now.st_size, now.st_ino) != (st.st_mtime_ns, st.st_size, st.st_ino) \
-                    or read_bytes(real) != expected_old:
-                raise OSError("file changed on disk while devlint was fixing it; not overwritten")
-            os.replace(tmp, real)
-        except BaseException:
+    with _signals_deferred(), staged(d, data, prefix=".devlint-", suffix=".tmp", fsync=True) as tmp:
+        os.chmod(tmp, st.st_mode & 0o7777)
+        if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
             try:
-                os.unlink(tmp)
+                os.chown(tmp, st.st_uid, st.st_gid)
             except OSError:
-                pass
-            raise
+                pass  # not allowed: the fixed file belongs to whoever ran devlint
+        # the last moment before the swap: was the file edited since it was read?
+        now = os.stat(real)
+        if (now.st_mtime_ns, now.st_size, now.st_ino) != (st.st_mtime_ns, st.st_size, st.st_ino) \
+                or read_bytes(real) != expected_old:
+            raise OSError("file changed on disk while devlint was fixing it; not overwritten")
+        os.replace(tmp, real)
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
