@@ -31,18 +31,33 @@ def _device_of(value):
     return None
 
 
-def main() -> None:
+def parse_args(out_option: str) -> argparse.Namespace:
+    """PROGRAM, ``out_option`` (where to write the report) and ``--names a,b``."""
     ap = argparse.ArgumentParser()
     ap.add_argument("program")
-    ap.add_argument("--devices")
+    ap.add_argument(out_option)
     ap.add_argument("--names", default="")
     ns = ap.parse_args()
-    prog = os.path.abspath(ns.program)
+    ns.names = [n for n in ns.names.split(",") if n]
+    return ns
+
+
+def run_as_main(program: str, before=None) -> dict:
+    """Run ``program`` as ``python program`` would (argv, sys.path, ``__main__``), after
+    calling ``before()``; its globals."""
+    prog = os.path.abspath(program)
     sys.argv = [prog]
     sys.path.insert(0, os.path.dirname(prog))
-    g = runpy.run_path(prog, run_name="__main__")
+    if before is not None:
+        before()
+    return runpy.run_path(prog, run_name="__main__")
+
+
+def main() -> None:
+    ns = parse_args("--devices")
+    g = run_as_main(ns.program)
     if ns.devices:
-        names = [n for n in ns.names.split(",") if n]
+        names = ns.names
         with open(ns.devices, "w") as fh:
             json.dump({n: _device_of(g.get(n)) for n in names}, fh)
 

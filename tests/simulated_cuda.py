@@ -13,12 +13,8 @@ branches run. Values that were asked onto CUDA carry ``_devlint_cuda = True``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import os
-import runpy
-import sys
 import time
 import types
 from collections import Counter
@@ -244,18 +240,12 @@ def asked_for_cuda(value) -> bool:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("program")
-    ap.add_argument("--record")
-    ap.add_argument("--names", default="")
-    ns = ap.parse_args()
-    prog = os.path.abspath(ns.program)
-    sys.argv = [prog]
-    sys.path.insert(0, os.path.dirname(prog))
-    install()
-    g = runpy.run_path(prog, run_name="__main__")
+    from fixture_runner import parse_args, run_as_main
+
+    ns = parse_args("--record")
+    g = run_as_main(ns.program, before=install)
     if ns.record:
-        names = [n for n in ns.names.split(",") if n]
+        names = ns.names
         with open(ns.record, "w") as fh:
             json.dump({"placements": dict(RECORD), "asked": {n: asked_for_cuda(g.get(n)) for n in names}}, fh)
 
