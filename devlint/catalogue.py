@@ -77,7 +77,8 @@ RULES: tuple[RuleInfo, ...] = (
              _RULES + "dl010_missing_device_placement", re.compile(rb"torch")),
 )
 
-# Reported by the engine itself, outside the rule traversal.
+# Reported by the engine itself, outside the rule traversal (a file without `noqa` has
+# nothing for DL100 to report).
 META: tuple[RuleInfo, ...] = (
     RuleInfo("DL100", "unused-noqa", "suppression comment that suppresses nothing",
              "devlint.suppression", re.compile(rb"noqa"), default_enabled=False),

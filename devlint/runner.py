@@ -334,7 +334,7 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
         except OSError as exc:
             outcomes[i] = FileOutcome(display, error=f"cannot read: {exc.strerror or exc}")
             continue
-        if not prefiltered(s.infos(), source) and "DL100" not in s.select and not path.endswith(".ipynb"):
+        if not prefiltered(s.infos(), source) and not path.endswith(".ipynb"):
             # no selected rule can report on this file: nothing to parse, nor to import
             # (cheaper than a cache lookup or a trip to a worker)
             outcomes[i] = FileOutcome(display, [], new_source=None if lint_only else source)

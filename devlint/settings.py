@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from devlint import registry
-from devlint.catalogue import RULES, RuleInfo
+from devlint.catalogue import META, RULES, RuleInfo
 from devlint.diagnostic import Applicability, Fix
 
 if TYPE_CHECKING:
@@ -25,8 +25,8 @@ class Settings:
     baseline: frozenset = frozenset()
 
     def infos(self) -> tuple[RuleInfo, ...]:
-        """The selected rules' catalogue entries (no LibCST import)."""
-        return tuple(r for r in RULES if r.code in self.select)
+        """The selected rules' catalogue entries, DL100's included (no LibCST import)."""
+        return tuple(r for r in (*RULES, *META) if r.code in self.select)
 
     def rules(self) -> tuple[type["Rule"], ...]:
         """The selected rule classes (imports them, and LibCST)."""
