@@ -168,6 +168,22 @@ def children(node: cst.CSTNode, trivia: bool = True) -> list:
     return out
 
 
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def nodes(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` (itself included), pre-order in source order, leaving out
+    layout and operator-token nodes; nested functions, classes and lambdas are yielded but
+    not entered unless ``into_scopes``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if not into_scopes and n is not node and isinstance(n, _SCOPES):
+            continue
+        stack.extend(reversed(children(n, trivia=False)))
+
+
 # nodes that hold statements; a walk over statements descends into these only
 _STATEMENT_HOLDERS = (
     cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.If, cst.Else,

@@ -8,7 +8,7 @@ from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR, call_arg, dotted, is_cuda_string, string_value
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule
-from devlint.walk import children
+from devlint.walk import nodes
 
 HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
 MOVE_METHODS = frozenset({"to", "cuda"})
@@ -21,22 +21,8 @@ NUMPY_TO_TORCH = {
     "negative": "neg", "log1p": "log1p", "expm1": "expm1",
 }
 DTYPE_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "short", "byte"})
-_NO_DESCEND = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node under ``node`` (itself included), not entering nested functions/classes/lambdas."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and isinstance(n, _NO_DESCEND):
-            continue
-        stack.extend(reversed(children(n, trivia=False)))
-
-
 def names_in(node: cst.CSTNode) -> set:
-    return {n.value for n in walk(node) if isinstance(n, cst.Name)}
+    return {n.value for n in nodes(node) if isinstance(n, cst.Name)}
 
 
 def _bind_targets(target: cst.CSTNode, out: set) -> None:
@@ -68,7 +54,7 @@ def bindings(node: cst.CSTNode) -> tuple[list, set]:
             if d:
                 mutated.add(d)
 
-    for n in walk(node):
+    for n in nodes(node):
         if isinstance(n, cst.Assign):
             for t in n.targets:
                 target(t.target)
@@ -336,7 +322,7 @@ class LoopTransfer(Rule):
     def _invariant_moves(self, loop, body, bound, bound_list, mutated, direct) -> None:
         scope, cls = self.t.scope, self.t.cls
         groups: dict = {}
-        for n in walk(body):
+        for n in nodes(body):
             if n in self._reported or not self._is_move(n):
                 continue
             recv = n.func.value
@@ -371,7 +357,7 @@ class LoopTransfer(Rule):
         if not call.args or call_arg(call, None, "device") is not None:
             return False
         for a in call.args:
-            for sub in walk(a.value):
+            for sub in nodes(a.value):
                 if isinstance(sub, cst.Call) and not self.facts.qualname(sub.func):
                     return False  # may have side effects or vary
             if names_in(a.value) & bound:
@@ -381,7 +367,7 @@ class LoopTransfer(Rule):
     def _stmt_of(self, node, direct) -> Optional[cst.SimpleStatementLine]:
         for st in direct:
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1:
-                for sub in walk(st):
+                for sub in nodes(st):
                     if sub is node:
                         return st
         return None
@@ -402,7 +388,7 @@ class LoopTransfer(Rule):
         if kind == PARAM:
             unsafe_reasons.append("an nn.Parameter changes every optimizer step")
         if isinstance(recv, cst.Name):
-            for n in walk(body):
+            for n in nodes(body):
                 if isinstance(n, cst.Arg) and isinstance(n.value, cst.Name) and n.value.value == recv.value:
                     unsafe_reasons.append(f"`{recv.value}` is passed to a call in the loop")
                     break
@@ -442,7 +428,7 @@ class LoopTransfer(Rule):
                 unsafe_reasons.append(esc)
             # `y = <move>` binds an alias of the hoisted tensor: it must not change either
             aliases: set = set()
-            for n in walk(body):
+            for n in nodes(body):
                 if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and id(n.value) in moved:
                     for t in (n.targets if isinstance(n, cst.Assign) else [n]):
                         _bind_targets(t.target, aliases)
@@ -483,7 +469,7 @@ class LoopTransfer(Rule):
 
     def _escapes(self, body, match) -> Optional[str]:
         """A reason the value at ``match`` (a node test) may be changed in place in the loop."""
-        for n in walk(body):
+        for n in nodes(body):
             if isinstance(n, cst.Call):
                 for a in n.args:
                     if match(a.value) and self._may_mutate(n):
@@ -531,14 +517,14 @@ class LoopTransfer(Rule):
             return bool(names_in(expr) & names)
 
         def host_conv(expr) -> bool:
-            for n in walk(expr):
+            for n in nodes(expr):
                 r = self._is_host(n)
                 if r is not None and self._on_device(r, device):
                     return True
             return False
 
         def dev_expr(expr) -> bool:
-            for n in walk(expr):
+            for n in nodes(expr):
                 if self._is_move(n):
                     return True
                 if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and \
@@ -549,7 +535,7 @@ class LoopTransfer(Rule):
         for st in self._simple_statements(body):
             for small in st.body:
                 # data coming back to the device
-                for n in walk(small):
+                for n in nodes(small):
                     if n in self._reported:
                         continue
                     payload = self._returning_payload(n)
@@ -599,7 +585,7 @@ class LoopTransfer(Rule):
 
     def _on_device(self, expr, device: set) -> bool:
         """Evidence that ``expr`` lives on the device in this iteration."""
-        return bool(names_in(expr) & device) or any(self._is_move(n) for n in walk(expr))
+        return bool(names_in(expr) & device) or any(self._is_move(n) for n in nodes(expr))
 
     def _returning_payload(self, node) -> Optional[cst.BaseExpression]:
         """For a call that sends host data to the device, the host data; else None."""
@@ -663,7 +649,7 @@ class LoopTransfer(Rule):
                 return None
         t, needs = torch_ref(self.facts)
         new = cst.Call(func=cst.parse_expression(f"{t}.{op}"), args=new_args)
-        for sub in walk(new):  # any host value left: not a one-to-one rewrite
+        for sub in nodes(new):  # any host value left: not a one-to-one rewrite
             if self._is_host(sub) is not None:
                 return None
         return Fix(Applicability.UNSAFE, f"use `{t}.{op}` on the device instead of `{q}` on the host",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
@@ -11,7 +11,7 @@ from devlint.diagnostic import Applicability
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, call_arg, dotted, string_value
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule
-from devlint.walk import children, statements
+from devlint.walk import children, nodes, statements
 
 # Any of these in a name, attribute or keyword means the file already deals with devices.
 _AWARE_BYTES = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
@@ -42,17 +42,6 @@ def _is_test_file(filename: str) -> bool:
     p = PurePath(filename)
     name = p.name
     return name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "conftest.py"
-
-
-def _walk(node: cst.CSTNode, into_defs: bool = False) -> Iterator[cst.CSTNode]:
-    """Pre-order walk in source order; nested functions, classes and lambdas are skipped."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if not into_defs and n is not node and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(reversed(children(n, trivia=False)))
 
 
 def _names(expr: cst.CSTNode) -> set:
@@ -286,7 +275,7 @@ class MissingDevicePlacement(Rule):
 
     # ---- file-level evidence -----------------------------------------------------------
     def _device_aware(self, module: cst.Module) -> bool:
-        for n in _walk(module, into_defs=True):
+        for n in nodes(module, into_scopes=True):
             if isinstance(n, cst.Name) and _AWARE_WORD.search(n.value):
                 return True
             if isinstance(n, cst.SimpleString):
@@ -338,7 +327,7 @@ class MissingDevicePlacement(Rule):
         used = self._module_use.get(id(body))
         if used is None:
             used = self._module_use[id(body)] = {
-                n.func.value.value for n in _walk(body)
+                n.func.value.value for n in nodes(body)
                 if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
                 and isinstance(n.func.value, cst.Name) and n.func.attr.value in _MODULE_USE}
         return name in used
@@ -391,7 +380,7 @@ class MissingDevicePlacement(Rule):
                 sc.seeds_loaders = seeds.seeds_loaders
             if models or sc.seeds_loaders:
                 self._analyze(sc, models)
-        for n in _walk(module, into_defs=True):
+        for n in nodes(module, into_scopes=True):
             if isinstance(n, cst.Call) and self.facts.is_torch(n.func, "torch.load") and \
                     call_arg(n, 1, "map_location") is None and not any(a.star for a in n.args):
                 self.edits[n] = lambda u: _add_kwarg(u, "map_location", self.dev)
@@ -403,7 +392,7 @@ class MissingDevicePlacement(Rule):
         names = {name for _, name in items}
         fed = set()
         has_loop = False
-        for n in _walk(sc.body):
+        for n in nodes(sc.body):
             if isinstance(n, cst.For):
                 has_loop = True
             if not isinstance(n, cst.Call):
@@ -439,7 +428,7 @@ class MissingDevicePlacement(Rule):
             v = a.value.value
             if v in models:
                 called = any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == pname
-                             for n in _walk(fn.body))
+                             for n in nodes(fn.body))
                 if called:
                     fed.add(v)
                     fed_params.add(pname)
@@ -503,7 +492,7 @@ class MissingDevicePlacement(Rule):
         numpy_calls: list = []
         loops: list = []
         model_calls: list = []
-        for n in _walk(body):
+        for n in nodes(body):
             if isinstance(n, cst.Assign):
                 for t in n.targets:
                     flows.append((_target_names(t.target), n.value))
@@ -785,7 +774,7 @@ class MissingDevicePlacement(Rule):
     @staticmethod
     def _batch_form(body: cst.CSTNode, name: str) -> Optional[str]:
         forms = set()
-        for n in _walk(body):
+        for n in nodes(body):
             if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value == name:
                 if len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index):
                     idx = n.slice[0].slice.value
