@@ -84,11 +84,32 @@ META: tuple[RuleInfo, ...] = (
              "devlint.suppression", re.compile(rb"noqa"), default_enabled=False),
 )
 
-PARSE_ERROR = ("DL000", "parse-error")
+# A file that cannot be parsed (or decoded): reported whatever the file contains and
+# whatever is selected, unless DL000 itself is ignored (`--ignore DL000`, per-file-ignores).
+# Only its exact code or name selects it: `--ignore DL00` and `ALL` are about rules.
+PARSE_ERROR_INFO = RuleInfo("DL000", "parse-error", "file that could not be parsed (syntax error, undecodable bytes)",
+                            "devlint.engine", re.compile(rb"(?!)"))
+PARSE_ERROR = (PARSE_ERROR_INFO.code, PARSE_ERROR_INFO.name)
 
-BY_CODE: dict[str, RuleInfo] = {r.code: r for r in (*RULES, *META)}
+BY_CODE: dict[str, RuleInfo] = {r.code: r for r in (PARSE_ERROR_INFO, *RULES, *META)}
 
 
 def prefiltered(rules, source: bytes) -> list:
     """The rules (catalogue entries or rule classes) whose prefilter matches ``source``."""
     return [r for r in rules if r.prefilter.search(source)]
+
+
+def cpython_parses(source: bytes) -> bool:
+    """Whether CPython's parser accepts ``source`` (bytes: the coding cookie is honoured,
+    undecodable bytes and NUL bytes fail). For the files no rule's prefilter matches, so
+    nothing is parsed with LibCST: a syntax error there is still DL000, at about a tenth
+    of a LibCST parse and without importing it. Parses only; nothing is executed."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning: invalid escape sequence ...
+            compile(source, "<devlint>", "exec", flags=0x400, dont_inherit=True)  # PyCF_ONLY_AST
+    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        return False
+    return True

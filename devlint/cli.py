@@ -11,7 +11,8 @@ import click
 from devlint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ["text", "json", "json-lines", "sarif", "github"]
+OUTPUT_FORMATS = ["text", "concise", "json", "json-lines", "sarif", "github"]
+PARSE_ERROR = "DL000"
 
 
 class _DefaultToCheck(click.Group):
@@ -144,8 +145,11 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         codes = registry.resolve(conf.select, conf.extend_select, conf.ignore)
         if select:
             codes = registry.resolve(registry.split_codes(select))
-        codes = (codes | registry.resolve([], registry.split_codes(extend_select))) \
-            - registry.resolve([], registry.split_codes(ignore))
+        cli_ignored = registry.resolve([], registry.split_codes(ignore))
+        codes = (codes | registry.resolve([], registry.split_codes(extend_select))) - cli_ignored
+        # DL000 (the file does not parse) is reported unless ignored by its exact code
+        parse_errors = PARSE_ERROR not in cli_ignored and (
+            PARSE_ERROR not in registry.resolve([], conf.ignore) or PARSE_ERROR in codes)
     except registry.SelectionError as exc:
         _fail(str(exc))
     device_name = device_name or conf.device_name or "device"
@@ -153,7 +157,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
     if not device_name.isidentifier():
         _fail(f"--device-name {device_name!r} is not a Python identifier")
     base = Settings(select=frozenset(codes), unsafe_fixes=unsafe_fixes, fix_style=fix_style,
-                    device_name=device_name)
+                    device_name=device_name, parse_errors=parse_errors)
     patterns = (tuple(exclude) if exclude else conf.exclude) + conf.extend_exclude + tuple(extend_exclude)
     path_filter = cfg.PathFilter(conf.root, patterns, conf.respect_gitignore)
     per_file = cfg.PerFileIgnores(conf.root, conf.per_file_ignores)
@@ -174,7 +178,8 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         bl = known.get(baseline_key(path), frozenset()) if known else frozenset()
         if not ignored and not bl:
             return base
-        return dataclasses.replace(base, select=base.select - ignored, baseline=bl)
+        return dataclasses.replace(base, select=base.select - ignored, baseline=bl,
+                                   parse_errors=base.parse_errors and PARSE_ERROR not in ignored)
 
     out_stream = click.get_text_stream("stdout")
     fmt_args = dict(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes, color=sys.stdout.isatty(),

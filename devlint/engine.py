@@ -10,11 +10,11 @@ from typing import Optional
 import libcst as cst
 
 from devlint import registry
-from devlint.catalogue import prefiltered
+from devlint.catalogue import cpython_parses, prefiltered
 from devlint.diagnostic import Diagnostic
 from devlint.facts import ContextTracker, FileFacts, prescan
 from devlint.fixes import apply_fixes, device_var_name
-from devlint.rule import Report
+from devlint.rule import Report, Rule
 from devlint.settings import Settings, applicable  # noqa: F401 - re-exported
 from devlint.suppression import suppress
 from devlint.walk import positions as node_positions, visit_batched
@@ -38,6 +38,41 @@ class FileContext:
                                           if dv.scope is None and id(dv.node) in top}
 
 
+class ParseError(Rule):
+    """
+    ## What it does
+    Reports a file devlint cannot parse: a syntax error, bytes that do not decode in the
+    file's encoding (UTF-8 unless a coding cookie says otherwise), a NUL byte, or nesting
+    too deep for Python's own parser. The message is CPython's own where it has one
+    (`'(' was never closed`).
+
+    ## Why is this bad?
+    A file that cannot be parsed cannot be checked, so "All checks passed." would be a
+    lie; Python cannot import it either. It is reported whatever the file contains (with
+    or without torch code) and whatever rules are selected, and exits 1.
+
+    ## Example
+    ```python
+    def train(model:
+        model.cuda()
+    ```
+
+    ## Use instead
+    ```python
+    def train(model):
+        model.cuda()
+    ```
+
+    ## Fix safety
+    No fix. A `# noqa` comment cannot hide it (the comment is in a file that does not
+    parse); files that are not Python on purpose (templates) are excluded
+    (`extend-exclude`) or ignored with `--ignore DL000` / `per-file-ignores`.
+    """
+
+    code = "DL000"
+    # name and summary: devlint/catalogue.py (PARSE_ERROR_INFO); never run as a rule
+
+
 class LintError(Exception):
     """A file that could not be linted (unreadable, undecodable, unparsable)."""
 
@@ -49,6 +84,7 @@ class FileResult:
     module: Optional[cst.Module] = None
     context: Optional[FileContext] = None
     reports: list = field(default_factory=list)
+    parse_failed: bool = False  # the file does not parse (DL000, reported or not)
 
 
 def _parse_error(filename: str, exc: Exception, source: bytes = b"") -> Diagnostic:
@@ -136,18 +172,40 @@ def _refused_by_cpython(source: bytes) -> Optional[str]:
 
 
 def lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
+    res = _lint_source(source, filename, settings)
+    if res.parse_failed and not settings.parse_errors:  # `--ignore DL000`
+        res.diagnostics = [d for d in res.diagnostics if d.code != "DL000"]
+    return res
+
+
+def _lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
     rules = prefiltered(settings.rules(), source)
     if not rules:
+        # nothing to lint, but a file that does not parse is still DL000 (CPython's parser
+        # says so without importing LibCST; the message comes from the usual path)
+        if settings.parse_errors and not cpython_parses(source):
+            module, error = _parse(source, filename)
+            if error is None:  # LibCST accepts what CPython refuses: CPython has the last word
+                msg, line, col = python_syntax_error(source) or ("invalid syntax", 1, 1)
+                error = Diagnostic("DL000", registry.PARSE_ERROR[1], f"cannot parse: {msg}", filename,
+                                   line, col, line, col, None)
+            return FileResult(filename, [error], parse_failed=True)
         return FileResult(filename, suppress(source, filename, [], [], settings)[0])
+    module, error = _parse(source, filename)
+    if error is not None:
+        return FileResult(filename, [error], parse_failed=True)
+    return lint_module(module, source, filename, settings, rules)
+
+
+def _parse(source: bytes, filename: str) -> tuple[Optional[cst.Module], Optional[Diagnostic]]:
     refused = _refused_by_cpython(source)
     if refused is not None:
-        return FileResult(filename, [Diagnostic("DL000", registry.PARSE_ERROR[1], f"cannot parse: {refused}",
-                                                filename, 1, 1, 1, 1, None)])
+        return None, Diagnostic("DL000", registry.PARSE_ERROR[1], f"cannot parse: {refused}",
+                                filename, 1, 1, 1, 1, None)
     try:
-        module = parse(source)
+        return parse(source), None
     except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
-        return FileResult(filename, [_parse_error(filename, exc, source)])
-    return lint_module(module, source, filename, settings, rules)
+        return None, _parse_error(filename, exc, source)
 
 
 def lint_module(module: cst.Module, source: bytes, filename: str, settings: Settings,
@@ -208,7 +266,7 @@ def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
             break
         current = new_source
         result = lint_source(current, filename, settings)
-        if any(d.code == "DL000" for d in result.diagnostics):
+        if result.parse_failed:
             # a fix must never break a file: keep the original
             return FixOutcome(source, first.diagnostics, first.diagnostics, 0, converged=False,
                               problem="a fix produced code that does not parse (a devlint bug); "

@@ -32,8 +32,8 @@ def _location(d) -> str:
     return f"{d.filename}:{d.line}:{d.column}"
 
 
-@formatter("text")
-def text(outcomes: list[FileOutcome], out: TextIO, *, fix: bool, diff: bool, unsafe: bool, color: bool,
+@formatter("concise")
+def concise(outcomes: list[FileOutcome], out: TextIO, *, fix: bool, diff: bool, unsafe: bool, color: bool,
          **_) -> None:
     found = fixable = hidden = fixed = 0
     for o in outcomes:
@@ -213,3 +213,6 @@ def sarif(outcomes: list[FileOutcome], out: TextIO, *, root: Optional[Path] = No
     }
     json.dump({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, out, indent=2)
     out.write("\n")
+
+
+FORMATS["text"] = concise

@@ -58,11 +58,11 @@ def _expand(selector: str) -> set[str]:
     if not s:
         return set()
     known = BY_CODE.values()
-    codes = set(BY_CODE)
+    codes = set(BY_CODE) - {PARSE_ERROR[0]}  # DL000 is named exactly, never by ALL or a prefix
     if s == "ALL":
         return codes
     named = {r.code for r in known if r.name.upper() == s}
-    matched = {c for c in codes if c.startswith(s)} | named
+    matched = {c for c in codes if c.startswith(s)} | named | ({PARSE_ERROR[0]} & {s})
     if not matched:
         raise SelectionError(f"unknown rule selector {selector.strip()!r} (see `devlint rules`)")
     return matched

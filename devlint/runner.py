@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from devlint.diagnostic import Diagnostic
-from devlint.catalogue import prefiltered
+from devlint.catalogue import cpython_parses, prefiltered
 from devlint.fsutil import staged
 from devlint.settings import Settings, applicable
 
@@ -334,9 +334,10 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
         except OSError as exc:
             outcomes[i] = FileOutcome(display, error=f"cannot read: {exc.strerror or exc}")
             continue
-        if not prefiltered(s.infos(), source) and not path.endswith(".ipynb"):
-            # no selected rule can report on this file: nothing to parse, nor to import
-            # (cheaper than a cache lookup or a trip to a worker)
+        if not prefiltered(s.infos(), source) and not path.endswith(".ipynb") \
+                and (not s.parse_errors or cpython_parses(source)):
+            # no selected rule can report on this file and it parses (else DL000): nothing
+            # to parse with LibCST, nor to import (cheaper than a cache lookup or a worker)
             outcomes[i] = FileOutcome(display, [], new_source=None if lint_only else source)
             continue
         if cache is not None:

@@ -23,6 +23,8 @@ class Settings:
     device_name: str = "device"
     # (code, line hash) pairs of a baseline that this file's findings are checked against
     baseline: frozenset = frozenset()
+    # DL000 (the file cannot be parsed) is reported whatever is selected, unless ignored
+    parse_errors: bool = True
 
     def infos(self) -> tuple[RuleInfo, ...]:
         """The selected rules' catalogue entries, DL100's included (no LibCST import)."""
@@ -35,7 +37,7 @@ class Settings:
     def key(self) -> str:
         """What the results depend on besides the file's content (for caches)."""
         return repr((sorted(self.select), self.unsafe_fixes, self.fix_style, self.device_name,
-                     sorted(self.baseline)))
+                     sorted(self.baseline), self.parse_errors))
 
 
 def applicable(fix: Optional[Fix], settings: Settings) -> bool:
