@@ -49,6 +49,14 @@ class Diagnostic:
     end_column: int  # 1-based, one past the end
     fix: Fix | None = None
     cell: int | None = None  # notebook cell (1-based), when linting .ipynb
+    # codes of other rules' findings on the same expression that this one stands for
+    # (devlint.engine.SUBSUMES); a `# noqa` naming any of them suppresses this finding
+    also: tuple = ()
+
+    @property
+    def codes(self) -> tuple:
+        """This finding's code and the codes it stands for."""
+        return (self.code, *self.also)
 
     @property
     def fixable(self) -> bool:
@@ -70,6 +78,8 @@ class Diagnostic:
             "fix": self.fix.to_dict() if self.fix else None,
             "fixable": self.fixable,
         }
+        if self.also:
+            d["also"] = list(self.also)
         if self.cell is not None:
             d["cell"] = self.cell
         return d

@@ -226,11 +226,74 @@ def lint_module(module: cst.Module, source: bytes, filename: str, settings: Sett
             diags.append(Diagnostic(rep.rule.code, rep.rule.name, rep.message, filename,
                                     rng.start.line, rng.start.column + 1, rng.end.line,
                                     rng.end.column + 1, rep.fix))
+        if len(diags) > 1:
+            diags, ctx.reports = merge_overlaps(diags, ctx.reports)
     order = sorted(range(len(diags)), key=lambda i: diags[i].sort_key())
     diags = [diags[i] for i in order]
     reports = [ctx.reports[i] for i in order]
     diags, reports = suppress(source, filename, diags, reports, settings)  # noqa, baseline, DL100
     return FileResult(filename, diags, module, ctx, reports)
+
+
+# One expression, one finding. When rules report the same expression (or nested parts of
+# it), the finding of the code on the left stands for those of the codes on the right:
+# its message names them, a `# noqa` naming any of them suppresses it, and its fix is the
+# one applied (what it leaves of the others is found again, and fixed, by the next round
+# of the fix loop). Listed in order: the first code that applies keeps the finding.
+SUBSUMES: tuple[tuple[str, frozenset], ...] = (
+    # a discarded conversion statement does nothing at all: that is the bug to fix first
+    # (`y.cuda()` -> `y = y.cuda()`; the hard-coded device is then DL002's next round)
+    ("DL001", frozenset({"DL002", "DL003", "DL007", "DL008"})),
+    # `torch.zeros(3).cuda()`: allocating on the device also removes the hard-coded move
+    # (the fix routes `device=` through the device variable) and the per-iteration copy
+    ("DL007", frozenset({"DL002", "DL003", "DL006"})),
+    # `x.cuda()` in a loop: hoisting is the specific advice; the device is fixed after
+    ("DL003", frozenset({"DL002", "DL008"})),
+)
+
+
+def merge_overlaps(diags: list[Diagnostic], reports: list) -> tuple[list[Diagnostic], list]:
+    """Fold findings on one expression into the one of the code that subsumes the others
+    (:data:`SUBSUMES`). ``diags`` and ``reports`` are parallel lists."""
+    codes = {d.code for d in diags}
+    if not any(code in codes and subs & codes for code, subs in SUBSUMES):
+        return diags, reports
+    absorbed: set[int] = set()
+    for code, subs in SUBSUMES:
+        for i, d in enumerate(diags):
+            if d.code != code or i in absorbed:
+                continue
+            taken = [j for j, o in enumerate(diags) if j != i and j not in absorbed and o.code in subs
+                     and _same_expression(d, reports[i].node, o, reports[j].node)]
+            if not taken:
+                continue
+            absorbed.update(taken)
+            parts = [diags[j] for j in sorted(taken, key=lambda j: diags[j].code)]
+            also = tuple(dict.fromkeys(c for p in parts for c in p.codes))
+            fix = d.fix if d.fix is not None else next((p.fix for p in parts if p.fix is not None), None)
+            note = "; ".join(f"{p.code}: {p.message}" for p in parts)
+            diags[i] = Diagnostic(d.code, d.name, f"{d.message} (also {note})", d.filename, d.line,
+                                  d.column, d.end_line, d.end_column, fix, d.cell, also=(*d.also, *also))
+            if fix is not reports[i].fix:
+                reports[i] = Report(reports[i].rule, reports[i].node, diags[i].message, fix)
+    keep = [i for i in range(len(diags)) if i not in absorbed]
+    return [diags[i] for i in keep], [reports[i] for i in keep]
+
+
+def _same_expression(outer: Diagnostic, outer_node, inner: Diagnostic, inner_node) -> bool:
+    """``inner`` is reported on ``outer``'s node, on a part of it that starts or ends with
+    it (`torch.zeros(3)` in `torch.zeros(3).cuda()`), or on an argument of its call (`"cuda"`
+    in `x.to("cuda")`) -- not on an unrelated call nested in its arguments."""
+    start, end = (outer.line, outer.column), (outer.end_line, outer.end_column)
+    istart, iend = (inner.line, inner.column), (inner.end_line, inner.end_column)
+    if not (start <= istart and iend <= end):
+        return False
+    if istart == start or iend == end:
+        return True
+    call = getattr(outer_node, "value", outer_node)  # an `Expr` statement: its call
+    if not isinstance(call, cst.Call):
+        return False
+    return any(a is inner_node or a.value is inner_node for a in call.args)
 
 
 @dataclass
@@ -278,9 +341,14 @@ def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
                               problem=f"a fix produced code Python cannot compile ({broken[0]}, "
                                       f"line {broken[1]}; a devlint bug); file left unchanged")
     return FixOutcome(current, first.diagnostics, result.diagnostics,
-                      _fixed_count(first.diagnostics, result.diagnostics))
+                      _fixed_count(first.diagnostics, result.diagnostics, settings) if current != source else 0)
 
 
-def _fixed_count(before: list[Diagnostic], after: list[Diagnostic]) -> int:
-    return max(0, len(before) - len(after))
+def _fixed_count(before: list[Diagnostic], after: list[Diagnostic], settings: Settings) -> int:
+    """The findings ``--fix`` fixed: those it could fix (what the lint run counted as
+    fixable) less those it could still fix afterwards. A finding a fix leaves behind in
+    another form (`y.cuda()` -> `y = y.cuda()`, then DL002) is remaining, not fixed."""
+    def fixable(diags):
+        return sum(1 for d in diags if applicable(d.fix, settings))
+    return max(0, fixable(before) - fixable(after))
 

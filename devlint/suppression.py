@@ -154,17 +154,22 @@ def suppress(source: bytes, filename: str, diags: list[Diagnostic], reports: lis
 
 
 def _suppressed(diag: Diagnostic, by_line, file_level, lines, baseline) -> bool:
+    # a finding that stands for others on the same expression (`Diagnostic.also`) is
+    # suppressed by any of its codes
+    codes = diag.codes
     hit = False
-    for d in file_level:
-        if d.codes is None or diag.code in d.codes:
+    for d in (*file_level, *by_line.get(diag.line, ())):
+        if d.codes is None:
             d.used.add(diag.code)
             hit = True
-    for d in by_line.get(diag.line, ()):
-        if d.codes is None or diag.code in d.codes:
-            d.used.add(diag.code)
+            continue
+        named = [c for c in codes if c in d.codes]
+        if named:
+            d.used.update(named)
             hit = True
     if not hit and baseline and 0 < diag.line <= len(lines):
-        hit = (diag.code, line_hash(lines[diag.line - 1])) in baseline
+        h = line_hash(lines[diag.line - 1])
+        hit = any((c, h) in baseline for c in codes)
     return hit
 
 
