@@ -11,17 +11,31 @@ import click
 from devlint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ["text", "concise", "json", "json-lines", "sarif", "github"]
+# `full` (the default, like ruff's): each finding with its source line and carets under it;
+# `concise` (also `text`, its name before `full` existed): one line per finding
+OUTPUT_FORMATS = ["full", "concise", "text", "json", "json-lines", "sarif", "github"]
 PARSE_ERROR = "DL000"
 
 
 class _DefaultToCheck(click.Group):
-    """`devlint PATHS` means `devlint check PATHS` (ruff's convention)."""
+    """`devlint PATHS` means `devlint check PATHS` (ruff's convention); a word that is
+    neither a command nor an existing path is a mistyped command (`devlint chekc`)."""
 
     def parse_args(self, ctx, args):
+        if ctx.resilient_parsing:  # shell completion: complete commands, not paths
+            return super().parse_args(ctx, args)
         if not args or (args[0] not in self.commands and args[0] not in ("--version", "--help", "-h")):
+            if args and _looks_like_command(args[0]):
+                _unknown_command(args[0], self.commands)
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def format_options(self, ctx, formatter):
+        super().format_options(ctx, formatter)
+        # `devlint [PATHS]` runs `check`: its options are the ones users look for here
+        records = [p.get_help_record(ctx) for p in check.get_params(ctx)]
+        with formatter.section("Check options (devlint [check] [OPTIONS] [PATHS])"):
+            formatter.write_dl([r for r in records if r is not None and not r[0].startswith("-h,")])
 
     def invoke(self, ctx):
         # SIGINT/SIGTERM/SIGHUP end the run between files (a file being written is
@@ -34,11 +48,32 @@ class _DefaultToCheck(click.Group):
             click.echo(f"devlint: error: interrupted ({name}); files already fixed are complete, "
                        "the others are unchanged", err=True)
             sys.exit(EXIT_ERROR)
+        except ImportError as exc:
+            from devlint.libcst_compat import LibcstIncompatible
+
+            if not isinstance(exc, LibcstIncompatible):
+                raise
+            click.echo(f"devlint: error: {exc}", err=True)
+            sys.exit(EXIT_ERROR)
         finally:
             import signal
 
             for sig, old in previous.items():
                 signal.signal(sig, old)
+
+
+def _looks_like_command(word: str) -> bool:
+    """A bare word (no path separator, no suffix, no option) that names no existing path."""
+    return word[:1].isalpha() and word.replace("-", "_").isidentifier() and not os.path.exists(word)
+
+
+def _unknown_command(word: str, commands) -> None:
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(commands), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise click.UsageError(f"unknown command {word!r}{hint} (commands: {', '.join(sorted(commands))}; "
+                           f"no file or directory is named {word!r})")
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -84,8 +119,16 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule codes, prefixes (DL00) or ALL; replaces the default set.")
 @click.option("--extend-select", multiple=True, help="Add rules to the selection.")
 @click.option("--ignore", multiple=True, help="Remove rules from the selection.")
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True)
-@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of each finding.")
+@click.option("--show-fixes", is_flag=True, help="With --fix: list the fixes applied, per file and rule.")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="full", show_default=True,
+              help="full: each finding with its source line; concise: one line per finding.")
+@click.option("--statistics", is_flag=True,
+              help="Print the number of findings per rule, and the total, instead of each finding.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the text output and diffs (auto: on a terminal, unless NO_COLOR is set; "
+                   "FORCE_COLOR forces it).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print the findings (or diffs) only: no summary, no progress.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--device-name", default=None,
               help="Name of the device variable fixes insert (config: device-name; default: device).")
@@ -109,8 +152,8 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--stdin-filename", default=None,
               help="Read the source from stdin, linted as this path (with --fix: fixed source to stdout).")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_format, statistics,
-          exit_zero, device_name, fix_style, config_file, isolated, exclude, extend_exclude, force_exclude,
+def check(paths, fix, unsafe_fixes, diff, show_fixes, select, extend_select, ignore, output_format, statistics,
+          color, quiet, exit_zero, device_name, fix_style, config_file, isolated, exclude, extend_exclude, force_exclude,
           add_noqa, baseline, write_baseline, jobs, cache_dir, no_cache, stdin_filename) -> None:
     """Lint PATHS (files or directories; default: the current directory)."""
     import dataclasses
@@ -127,6 +170,10 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         _fail("--write-baseline needs --baseline FILE")
     if sum(map(bool, (fix or diff, add_noqa, write_baseline))) > 1:
         _fail("--fix/--diff, --add-noqa and --write-baseline cannot be combined")
+    if "-" in paths:  # `devlint check -`: the source comes from stdin (ruff's convention)
+        if len(paths) > 1:
+            _fail("`-` reads one source from stdin: pass no other PATHS")
+        paths, stdin_filename = (), stdin_filename or "-"
     if stdin_filename is not None and (paths or add_noqa or write_baseline):
         _fail("--stdin-filename reads one source from stdin: pass no PATHS, --add-noqa or --write-baseline")
     # configuration: --isolated, --config PATH, or the nearest config above the first path
@@ -181,9 +228,9 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         return dataclasses.replace(base, select=base.select - ignored, baseline=bl,
                                    parse_errors=base.parse_errors and PARSE_ERROR not in ignored)
 
-    out_stream = click.get_text_stream("stdout")
-    fmt_args = dict(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes, color=sys.stdout.isatty(),
-                    root=_repo_root(), select=sorted(base.select))
+    out_stream = sys.stdout
+    fmt_args = dict(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes, color=_use_color(color, sys.stdout),
+                    root=_repo_root(), select=sorted(base.select), quiet=quiet, show_fixes=show_fixes)
 
     if stdin_filename is not None:
         _check_stdin(stdin_filename, base if not force_exclude or not path_filter.excluded(
@@ -209,8 +256,14 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         from devlint.cache import Cache, default_dir
 
         cache = Cache(cache_dir or default_dir(), base.key())
-    outcomes = run_files([(f, display_path(f)) for f in files], base, fix=fix and not diff, diff=diff,
-                         jobs=jobs, cache=cache, settings_for=settings_for)
+    pairs = [(f, display_path(f)) for f in files]
+    progress = None if quiet or len(files) < 2 or not _isatty(sys.stderr) else _progress(len(files))
+    try:
+        outcomes = run_files(pairs, base, fix=fix and not diff, diff=diff, jobs=jobs, cache=cache,
+                             settings_for=settings_for, progress=progress)
+    finally:
+        if progress is not None:
+            progress.done()
     for o in outcomes:
         if o.error:
             click.echo(f"devlint: error: {o.display_error()}", err=True)
@@ -221,13 +274,82 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
     if statistics:
-        print_statistics(outcomes, out_stream, output_format in ("json", "json-lines"), unsafe_fixes)
+        print_statistics(outcomes, out_stream, output_format in ("json", "json-lines"), unsafe_fixes,
+                         quiet=quiet, errors=errors)
     else:
-        FORMATS[output_format](outcomes, out_stream, errors=errors, **fmt_args)
+        real = dict((d, f) for f, d in pairs)
+        FORMATS[output_format](outcomes, out_stream, errors=errors, sources=_source_lines(real), **fmt_args)
     if errors:
         sys.exit(EXIT_ERROR)
     remaining = any(o.diagnostics for o in outcomes) or (diff and any(o.changed for o in outcomes))
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _use_color(choice: str, stream) -> bool:
+    """--color always/never; auto: NO_COLOR (any value) turns colour off, FORCE_COLOR (any
+    value) on, else colour on a terminal only (https://no-color.org, force-color.org)."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return _isatty(stream)
+
+
+class _progress:
+    """`devlint: 120/4000 files` on stderr, for runs long enough to wonder (a terminal
+    only; never in a pipe, a log or a pre-commit hook's captured output)."""
+
+    DELAY, EVERY = 0.5, 0.1  # seconds before the first line, between updates
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.total, self.clock = total, time.monotonic
+        self.start = self.last = self.clock()
+        self.shown = False
+
+    def __call__(self, done: int) -> None:
+        now = self.clock()
+        if now - self.start < self.DELAY or now - self.last < self.EVERY:
+            return
+        self.last, self.shown = now, True
+        sys.stderr.write(f"\rdevlint: {done}/{self.total} files")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _source_lines(real: dict):
+    """For the full output format: (display path, notebook cell or None) -> source lines,
+    read again from disk (after --fix: the fixed file the findings refer to)."""
+    def read(display: str, cell):
+        from devlint.runner import read_bytes
+
+        try:
+            raw = read_bytes(real.get(display, display))
+        except OSError:
+            return None
+        if cell is not None:
+            from devlint.notebook import Notebook, NotebookError
+
+            try:
+                return _cell_lines(Notebook(raw), cell - 1)
+            except (NotebookError, IndexError):
+                return None
+        return raw.decode("utf-8", "replace").splitlines()
+    return read
 
 
 def _repo_root() -> Path:
@@ -245,10 +367,10 @@ def _check_stdin(name, settings, settings_for, fix, diff, output_format, statist
     from devlint.output import statistics as print_statistics
     from devlint.runner import process_source
 
-    source = click.get_binary_stream("stdin").read()
+    source = sys.stdin.buffer.read()
     if settings is None:  # excluded by config (--force-exclude): pass the source through untouched
         if fix and not diff:
-            click.get_binary_stream("stdout").write(source)
+            sys.stdout.buffer.write(source)
         sys.exit(EXIT_CLEAN)
     settings = settings_for(name)
     if name.endswith(".ipynb"):
@@ -260,15 +382,28 @@ def _check_stdin(name, settings, settings_for, fix, diff, output_format, statist
         click.echo(f"devlint: error: {o.display_error()}", err=True)
     if fix and not diff:
         # the fixed source goes to stdout (what editors read back); findings to stderr
-        click.get_binary_stream("stdout").write(o.new_source if o.new_source is not None else source)
         sys.stdout.flush()
-        stream, fmt = click.get_text_stream("stderr"), "text"
+        sys.stdout.buffer.write(o.new_source if o.new_source is not None else source)
+        sys.stdout.flush()
+        stream, fmt = sys.stderr, "concise"
     else:
-        stream, fmt = click.get_text_stream("stdout"), output_format
+        stream, fmt = sys.stdout, output_format
+    text = (o.new_source if fix and not diff and o.new_source is not None else source)
+
+    def lines(_display, cell):
+        if cell is not None:
+            from devlint.notebook import Notebook, NotebookError
+            try:
+                return _cell_lines(Notebook(text), cell - 1)
+            except (NotebookError, IndexError):
+                return None
+        return text.decode("utf-8", "replace").splitlines()
+
     if statistics:
-        print_statistics([o], stream, fmt in ("json", "json-lines"), fmt_args["unsafe"])
+        print_statistics([o], stream, fmt in ("json", "json-lines"), fmt_args["unsafe"],
+                         quiet=fmt_args["quiet"])
     else:
-        FORMATS[fmt]([o], stream, errors=[o.display_error()] if o.error else [], **fmt_args)
+        FORMATS[fmt]([o], stream, errors=[o.display_error()] if o.error else [], sources=lines, **fmt_args)
     if o.error:
         sys.exit(EXIT_ERROR)
     remaining = bool(o.diagnostics) or (diff and o.changed)
@@ -276,6 +411,9 @@ def _check_stdin(name, settings, settings_for, fix, diff, output_format, statist
 
 
 def _add_noqa(files, settings_for) -> None:
+    from devlint.libcst_compat import require
+
+    require()
     from devlint.discovery import display_path
     from devlint.engine import lint_source
     from devlint.runner import atomic_write, read_bytes
@@ -348,13 +486,33 @@ def _cell_lines(nb, idx) -> list[str]:
 
 
 @main.command("rules")
-def list_rules() -> None:
-    """List every rule with its code, name and whether it is on by default."""
-    from devlint.catalogue import META, RULES
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def list_rules(output_format) -> None:
+    """List every code: name, on by default or not, what --fix can do, summary."""
+    import json
 
-    for r in (*RULES, *META):
-        state = "on " if r.default_enabled else "off"
-        click.echo(f"{r.code}  {state}  {r.name:<32} {r.summary}")
+    from devlint.catalogue import META, PARSE_ERROR_INFO, RULES
+    from devlint.registry import rule_by_code
+
+    rows = []
+    for r in (PARSE_ERROR_INFO, *RULES, *META):
+        cls = rule_by_code(r.code)
+        rows.append({"code": r.code, "name": r.name, "default": r.default_enabled,
+                     "fix": _fix_kind(cls), "summary": r.summary, "docs": f"devlint rule {r.code}"})
+    if output_format == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"{'code':<6} {'on':<3} {'fix':<11} {'name':<32} summary")
+    for row in rows:
+        click.echo(f"{row['code']:<6} {'on' if row['default'] else 'off':<3} {row['fix']:<11} "
+                   f"{row['name']:<32} {row['summary']}")
+
+
+def _fix_kind(cls) -> str:
+    """What --fix can do for a rule, from its documented examples: `safe`, `unsafe` (needs
+    --unsafe-fixes), `safe/unsafe` (depends on the case) or `none`."""
+    kinds = {"unsafe" if ex.unsafe else "safe" for ex in getattr(cls, "INVALID", ()) if ex.fixed is not None}
+    return "/".join(k for k in ("safe", "unsafe") if k in kinds) or "none"
 
 
 @main.command("rule")

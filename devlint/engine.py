@@ -304,6 +304,7 @@ class FixOutcome:
     fixed: int
     converged: bool = True
     problem: str = ""  # why the fixes were not kept (the source is then the input)
+    fixed_codes: dict = field(default_factory=dict)  # code -> findings of it fixed
 
 
 def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
@@ -340,15 +341,20 @@ def fix_source(source: bytes, filename: str, settings: Settings) -> FixOutcome:
             return FixOutcome(source, first.diagnostics, first.diagnostics, 0, converged=False,
                               problem=f"a fix produced code Python cannot compile ({broken[0]}, "
                                       f"line {broken[1]}; a devlint bug); file left unchanged")
-    return FixOutcome(current, first.diagnostics, result.diagnostics,
-                      _fixed_count(first.diagnostics, result.diagnostics, settings) if current != source else 0)
+    codes = _fixed_codes(first.diagnostics, result.diagnostics, settings) if current != source else {}
+    return FixOutcome(current, first.diagnostics, result.diagnostics, sum(codes.values()), fixed_codes=codes)
 
 
-def _fixed_count(before: list[Diagnostic], after: list[Diagnostic], settings: Settings) -> int:
-    """The findings ``--fix`` fixed: those it could fix (what the lint run counted as
+def _fixed_codes(before: list[Diagnostic], after: list[Diagnostic], settings: Settings) -> dict:
+    """code -> findings ``--fix`` fixed: those it could fix (what the lint run counted as
     fixable) less those it could still fix afterwards. A finding a fix leaves behind in
-    another form (`y.cuda()` -> `y = y.cuda()`, then DL002) is remaining, not fixed."""
-    def fixable(diags):
-        return sum(1 for d in diags if applicable(d.fix, settings))
-    return max(0, fixable(before) - fixable(after))
+    another form (`y.cuda(1)` -> `y = y.cuda(1)`, then an unsafe DL002) is remaining."""
+    def fixable(diags) -> dict:
+        out: dict = {}
+        for d in diags:
+            if applicable(d.fix, settings):
+                out[d.code] = out.get(d.code, 0) + 1
+        return out
+    now = fixable(after)
+    return {c: n - now.get(c, 0) for c, n in fixable(before).items() if n > now.get(c, 0)}
 

@@ -27,6 +27,9 @@ def all_rules() -> tuple[type["Rule"], ...]:
 
 
 def _class(info: RuleInfo) -> type["Rule"]:
+    from devlint.libcst_compat import require
+
+    require()
     from devlint.rule import Rule
 
     mod = importlib.import_module(info.module)

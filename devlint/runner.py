@@ -27,6 +27,7 @@ class FileOutcome:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: Optional[str] = None  # a one-line problem: the file could not be linted or written
     fixed: int = 0
+    fixes: dict = field(default_factory=dict)  # code -> findings of it fixed
     diff: str = ""
     changed: bool = False
     new_source: Optional[bytes] = None  # the fixed source, when fixing
@@ -172,6 +173,9 @@ def process_source(source: bytes, path: Optional[str], display: str, settings: S
     if path is not None and path.endswith(".ipynb"):
         from devlint.notebook import process_notebook_source
         return process_notebook_source(source, path, display, settings, fix=fix, diff=diff)
+    from devlint.libcst_compat import require
+
+    require()  # an unsupported LibCST stops the run (one line), not each file
     try:
         # LibCST and the rules are imported here, by the first file that needs parsing
         from devlint.engine import fix_source, lint_source
@@ -187,7 +191,7 @@ def process_source(source: bytes, path: Optional[str], display: str, settings: S
         if os.environ.get("DEVLINT_DEBUG"):
             raise
         return FileOutcome(display, error=_internal_error(exc))
-    res = FileOutcome(display, out.remaining, fixed=out.fixed)
+    res = FileOutcome(display, out.remaining, fixed=out.fixed, fixes=out.fixed_codes)
     if out.problem:
         res.error = out.problem
     elif not out.converged:
@@ -308,11 +312,12 @@ def _pool_context():
 
 
 def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = False, diff: bool = False,
-              jobs: Optional[int] = None, cache=None, settings_for=None) -> list[FileOutcome]:
+              jobs: Optional[int] = None, cache=None, settings_for=None, progress=None) -> list[FileOutcome]:
     """Process ``(path, display)`` pairs; outcomes come back in the order given, whatever
     the order in which they finish. ``cache`` (a :class:`devlint.cache.Cache`) serves
     unchanged files without parsing; ``jobs`` > 1 lints the rest in a process pool.
-    ``settings_for(path)`` gives a file its own settings (per-file ignores, baseline)."""
+    ``settings_for(path)`` gives a file its own settings (per-file ignores, baseline).
+    ``progress(done)`` is told how many files are done, now and then."""
     jobs = default_jobs() if not jobs or jobs < 1 else jobs
     lint_only = not (fix or diff)
     # Many files, no cache, several workers: reading and prefiltering happen in the workers,
@@ -323,6 +328,8 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
     own: dict[int, str] = {}  # index -> the file's settings key, when not the run's
     work = []  # (index, path, display, source or None, settings)
     for i, (path, display) in enumerate(files):
+        if progress is not None:
+            progress(i - len(work))  # every file before this one is done, or waits in `work`
         s = settings_for(path) if settings_for is not None else settings
         if s is not settings:
             own[i] = s.key()
@@ -360,16 +367,23 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
         work.append((i, path, display, source if lint_only else None, s))
 
     workers = min(jobs, len(work))
+    done = len(files) - len(work)
     if workers == 1:
         for i, path, display, source, s in work:
             outcomes[i] = (process_file(path, display, s, fix=fix, diff=diff) if source is None
                            else process_source(source, path, display, s, fix=fix, diff=diff))
+            done += 1
+            if progress is not None:
+                progress(done)
     elif workers > 1:
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
         from devlint import registry
 
+        from devlint.libcst_compat import require
+
+        require()
         importlib.import_module("devlint.engine")  # before the fork: workers start warm
         registry.all_rules()
         gc.freeze()  # the workers' collector never walks (and so never copies) the parent's objects
@@ -382,6 +396,9 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
                 try:
                     for i, o in fut.result():
                         outcomes[i] = o
+                    done += len(chunk)
+                    if progress is not None:
+                        progress(done)
                 except BrokenProcessPool:
                     for i, _path, display, _src, _s in chunk:
                         outcomes[i] = FileOutcome(

@@ -95,7 +95,8 @@ def test_github_annotations(project, monkeypatch):
     res = run(["check", "--output-format", "github", "a,b.py", "src"], project, monkeypatch)
     assert res.exit_code == 1
     lines = res.output.splitlines()
-    assert lines[0] == ("::error file=a%2Cb.py,line=3,col=5,title=devlint (DL002)::"
+    # endLine/endColumn (inclusive, GitHub's convention) underline `torch.ones(2).cuda()`
+    assert lines[0] == ("::error file=a%2Cb.py,line=3,col=5,endLine=3,endColumn=24,title=devlint (DL002)::"
                         "`.cuda()` hard-codes the CUDA device")
     assert lines[1].startswith("::error file=src/my pkg/train.py,line=4,col=1,title=devlint (DL001)::")
     assert all(line.startswith("::error file=") for line in lines) and len(lines) == 4
@@ -112,8 +113,10 @@ def test_json_lines(project, monkeypatch):
 def test_statistics(project, monkeypatch):
     res = run(["check", "--statistics", "."], project, monkeypatch)
     assert res.exit_code == 1
-    rows = [line.split("\t") for line in res.output.splitlines()]
-    assert rows == [["2", "DL002", "[-] hardcoded-cuda"], ["1", "DL001", "[*] unassigned-transfer"]]
+    *rows, total = res.output.splitlines()
+    assert [row.split("\t") for row in rows] == [["2", "DL002", "[-] hardcoded-cuda"],
+                                                 ["1", "DL001", "[*] unassigned-transfer"]]
+    assert total == "Found 3 findings (2 fixable with --fix)."
     res = run(["check", "--statistics", "--unsafe-fixes", "--output-format", "json", "."], project, monkeypatch)
     assert json.loads(res.output) == [
         {"code": "DL002", "name": "hardcoded-cuda", "count": 2, "fixable": 2},

@@ -42,9 +42,9 @@ def test_host_alloc_then_cuda_is_one_finding(tmp_path, monkeypatch):
     lines = r.output.splitlines()
     assert lines[0].startswith("train.py:3:5: [*] DL007 `torch.zeros(...)` is allocated on the host")
     assert "(also DL002: `.cuda()` hard-codes the CUDA device)" in lines[0]
-    assert lines[1:] == ["Found 1 findings (1 fixable with --fix)."]
+    assert lines[1:] == ["Found 1 finding (1 fixable with --fix)."]
     r = run("check", "--fix", f)
-    assert r.output.splitlines()[-1] == "Found 1 findings (1 fixed, 0 remaining)."
+    assert r.output.splitlines()[-2:] == ["Fixed train.py (1 finding).", "Found 1 finding (1 fixed, 0 remaining)."]
     assert "x = torch.zeros(3, device=device)\n" in (tmp_path / f).read_text()
 
 
@@ -79,8 +79,8 @@ def test_unrelated_call_in_the_arguments_is_its_own_finding(tmp_path, monkeypatc
     assert found == [("DL001", 1, None), ("DL007", 6, ["DL002"])], found
 
 
-SUMMARY_LINT = re.compile(r"^Found (\d+) findings \((\d+) fixable with --fix(?:, (\d+) more with --unsafe-fixes)?\)\.$")
-SUMMARY_FIX = re.compile(r"^Found (\d+) findings \((\d+) fixed, (\d+) remaining\)\.$")
+SUMMARY_LINT = re.compile(r"^Found (\d+) findings? \((\d+) fixable with --fix(?:, (\d+) more with --unsafe-fixes)?\)\.$")
+SUMMARY_FIX = re.compile(r"^Found (\d+) findings? \((\d+) fixed, (\d+) remaining\)\.$")
 
 
 def _real_programs():

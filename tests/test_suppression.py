@@ -22,13 +22,12 @@ def run(args, cwd: Path, monkeypatch):
     return CliRunner().invoke(main, [*args, "--ignore", "DL007"], catch_exceptions=False)
 
 
+FINDING = re.compile(r"^\S+:(\d+):\d+: (?:\[\*\] )?(DL\d{3}) ")  # not the source snippets under it
+
+
 def lines_with(output: str, code: str) -> list[int]:
-    out = []
-    for line in output.splitlines():
-        parts = line.split()
-        if len(parts) > 2 and code in parts[1:3]:
-            out.append(int(parts[0].rstrip(":").split(":")[-2]))
-    return sorted(out)
+    found = (FINDING.match(line) for line in output.splitlines())
+    return sorted(int(m.group(1)) for m in found if m and m.group(2) == code)
 
 
 NOQA_SRC = """\
