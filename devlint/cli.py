@@ -22,7 +22,9 @@ class _DefaultToCheck(click.Group):
     neither a command nor an existing path is a mistyped command (`devlint chekc`)."""
 
     def parse_args(self, ctx, args):
-        if ctx.resilient_parsing:  # shell completion: complete commands, not paths
+        if ctx.resilient_parsing:  # shell completion: `devlint <TAB>` offers the commands
+            if args and args[0] not in self.commands and args[0] not in ("--version", "--help", "-h"):
+                args = ["check", *args]
             return super().parse_args(ctx, args)
         if not args or (args[0] not in self.commands and args[0] not in ("--version", "--help", "-h")):
             if args and _looks_like_command(args[0]):

@@ -72,3 +72,18 @@ def test_notebook_from_stdin(tmp_path):
 def test_stdin_rejects_paths(tmp_path):
     res = devlint(["check", "--stdin-filename", "a.py", "b.py"], b"", tmp_path)
     assert res.returncode == 2 and b"--stdin-filename" in res.stderr
+
+
+def test_dash_reads_stdin_like_ruff(tmp_path):
+    res = devlint(["check", "--output-format", "concise", "-"], GPU.encode(), tmp_path)
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.decode().splitlines()[0] == "-:3:5: [*] DL002 `.cuda()` hard-codes the CUDA device"
+    # the full format shows the line from stdin under the finding
+    res = devlint(["check", "-"], GPU.encode(), tmp_path)
+    assert "3 | x = torch.ones(2).cuda()  # keep me\n  |     ^^^^^^^^^^^^^^^^^^^^ DL002" in res.stdout.decode()
+    res = devlint(["check", "--fix", "-"], GPU.encode(), tmp_path)
+    assert res.returncode == 0 and res.stdout.decode() == FIXED
+    res = devlint(["check", "-", "--stdin-filename", "pkg/x.py"], GPU.encode(), tmp_path)
+    assert res.stdout.decode().startswith("pkg/x.py:3:5:")
+    res = devlint(["check", "-", "other.py"], b"", tmp_path)
+    assert res.returncode == 2 and b"stdin" in res.stderr
