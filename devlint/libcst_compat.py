@@ -9,8 +9,6 @@ an internal error on every file.
 
 from __future__ import annotations
 
-import importlib
-
 # (module, attribute path) that devlint/walk.py, devlint/rule.py and devlint/facts.py use
 REQUIRED: tuple[tuple[str, str], ...] = (
     ("libcst", "CSTNode._visit_and_replace_children"),
@@ -45,7 +43,9 @@ def require() -> None:
     missing = []
     for module, path in REQUIRED:
         try:
-            obj = importlib.import_module(module)
+            # __import__, not importlib.import_module: the same path as an import
+            # statement (which `python -X importtime` reports, tests/test_startup.py)
+            obj = __import__(module, fromlist=["_"])
         except ImportError:
             missing.append(module)
             continue

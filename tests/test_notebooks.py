@@ -61,7 +61,7 @@ def test_lint_reports_cell_and_line_and_skips_ipython_syntax(tmp_path, monkeypat
     write_nb(tmp_path / "train.ipynb", notebook(CELLS))
     res = run(["check", "train.ipynb"], tmp_path, monkeypatch)
     assert res.exit_code == 1
-    found = [line.split(" [*]")[0] for line in res.output.splitlines() if " DL" in line]
+    found = [line.split(" [*]")[0] for line in res.output.splitlines() if " DL" in line and line[0] != " "]
     assert found == ["train.ipynb:cell 3:1:5:", "train.ipynb:cell 5:2:27:"], res.output
     assert "DL000" not in res.output  # magics, shell lines and `obj?` were never parsed
     res = run(["check", "--output-format", "json", "train.ipynb"], tmp_path, monkeypatch)
@@ -195,5 +195,5 @@ def test_baseline_in_notebook_survives_a_new_cell_above(tmp_path, monkeypatch):
     nb["cells"].append(code(["q = torch.ones(1).cuda()"]))
     write_nb(tmp_path / "t.ipynb", nb)
     res = run(["check", "--baseline", "b.json", "t.ipynb"], tmp_path, monkeypatch)
-    found = [line.split(" [*]")[0] for line in res.output.splitlines() if " DL" in line]
+    found = [line.split(" [*]")[0] for line in res.output.splitlines() if " DL" in line and line[0] != " "]
     assert found == ["t.ipynb:cell 8:1:5:"], res.output
