@@ -259,12 +259,16 @@ def merge_overlaps(diags: list[Diagnostic], reports: list) -> tuple[list[Diagnos
     if not any(code in codes and subs & codes for code, subs in SUBSUMES):
         return diags, reports
     absorbed: set[int] = set()
+    by_line: dict[int, list[int]] = {}
+    for j, o in enumerate(diags):
+        by_line.setdefault(o.line, []).append(j)
     for code, subs in SUBSUMES:
         for i, d in enumerate(diags):
             if d.code != code or i in absorbed:
                 continue
-            taken = [j for j, o in enumerate(diags) if j != i and j not in absorbed and o.code in subs
-                     and _same_expression(d, reports[i].node, o, reports[j].node)]
+            near = (j for line in range(d.line, d.end_line + 1) for j in by_line.get(line, ()))
+            taken = [j for j in near if j != i and j not in absorbed and diags[j].code in subs
+                     and _same_expression(d, reports[i].node, diags[j], reports[j].node)]
             if not taken:
                 continue
             absorbed.update(taken)
