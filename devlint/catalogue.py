@@ -103,7 +103,8 @@ def cpython_parses(source: bytes) -> bool:
     """Whether CPython's parser accepts ``source`` (bytes: the coding cookie is honoured,
     undecodable bytes and NUL bytes fail). For the files no rule's prefilter matches, so
     nothing is parsed with LibCST: a syntax error there is still DL000, at about a tenth
-    of a LibCST parse and without importing it. Parses only; nothing is executed."""
+    of a LibCST parse and without importing it (what CPython refuses is then put to
+    LibCST, which may know newer grammar). Parses only; nothing is executed."""
     import warnings
 
     try:

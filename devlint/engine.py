@@ -181,15 +181,14 @@ def lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
 def _lint_source(source: bytes, filename: str, settings: Settings) -> FileResult:
     rules = prefiltered(settings.rules(), source)
     if not rules:
-        # nothing to lint, but a file that does not parse is still DL000 (CPython's parser
-        # says so without importing LibCST; the message comes from the usual path)
+        # nothing to lint, but a file that does not parse is still DL000. CPython's parser
+        # clears nearly every file without importing LibCST; what it refuses goes to LibCST,
+        # the parser of every other file, which also knows grammar newer than the running
+        # Python (3.12's `def f[T]()` on 3.11): only what LibCST refuses too is DL000.
         if settings.parse_errors and not cpython_parses(source):
-            module, error = _parse(source, filename)
-            if error is None:  # LibCST accepts what CPython refuses: CPython has the last word
-                msg, line, col = python_syntax_error(source) or ("invalid syntax", 1, 1)
-                error = Diagnostic("DL000", registry.PARSE_ERROR[1], f"cannot parse: {msg}", filename,
-                                   line, col, line, col, None)
-            return FileResult(filename, [error], parse_failed=True)
+            _module, error = _parse(source, filename)
+            if error is not None:
+                return FileResult(filename, [error], parse_failed=True)
         return FileResult(filename, suppress(source, filename, [], [], settings)[0])
     module, error = _parse(source, filename)
     if error is not None:

@@ -63,3 +63,10 @@ def test_rule_dl000_explains_itself():
     assert r.output.startswith("# DL000 parse-error")
     assert "## What it does" in r.output and "cannot parse" in r.output.lower()
     assert CliRunner().invoke(main, ["rule", "parse-error"]).output == r.output
+
+
+def test_grammar_newer_than_the_running_python_is_no_parse_error(project):
+    # PEP 695 (Python 3.12): CPython 3.11 refuses it, LibCST (devlint's parser) accepts it
+    (project / "generic.py").write_text("def first[T](xs: list[T]) -> T:\n    return xs[0]\n")
+    r = run("check", "generic.py")
+    assert r.exit_code == 0 and r.output == "All checks passed.\n"
