@@ -155,9 +155,9 @@ def main() -> None:
 @click.option("--stdin-filename", default=None,
               help="Read the source from stdin, linted as this path (with --fix: fixed source to stdout).")
 def check(paths, fix, unsafe_fixes, diff, show_fixes, select, extend_select, ignore, output_format, statistics,
-          color, quiet, exit_zero, device_name, fix_style, config_file, isolated, exclude, extend_exclude, force_exclude,
-          add_noqa, baseline, write_baseline, jobs, cache_dir, no_cache, stdin_filename) -> None:
-    """Lint PATHS (files or directories; default: the current directory)."""
+          color, quiet, exit_zero, device_name, fix_style, config_file, isolated, exclude, extend_exclude,
+          force_exclude, add_noqa, baseline, write_baseline, jobs, cache_dir, no_cache, stdin_filename) -> None:
+    """Lint PATHS (files or directories; default: the current directory; `-`: stdin)."""
     import dataclasses
 
     from devlint import config as cfg

@@ -79,7 +79,8 @@ def test_unrelated_call_in_the_arguments_is_its_own_finding(tmp_path, monkeypatc
     assert found == [("DL001", 1, None), ("DL007", 6, ["DL002"])], found
 
 
-SUMMARY_LINT = re.compile(r"^Found (\d+) findings? \((\d+) fixable with --fix(?:, (\d+) more with --unsafe-fixes)?\)\.$")
+SUMMARY_LINT = re.compile(r"^Found (\d+) findings? \((\d+) fixable with --fix"
+                          r"(?:, (\d+) more with --unsafe-fixes)?\)\.$")
 SUMMARY_FIX = re.compile(r"^Found (\d+) findings? \((\d+) fixed, (\d+) remaining\)\.$")
 
 
