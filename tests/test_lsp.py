@@ -230,6 +230,18 @@ def test_fix_all_on_save_and_project_config(client, tmp_path):
     assert client.diagnostics(vendored)["diagnostics"] == []
 
 
+def test_bad_config_is_shown_and_saving_the_config_relints(client, tmp_path):
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.devlint]\nselct = ["DL002"]\n')
+    uri = open_doc(client, tmp_path / "train.py", SOURCE)
+    shown = client.wait(lambda m: m.get("method") == "window/showMessage")["params"]
+    assert shown["type"] == 1 and f"{config}:2: [tool.devlint] selct: unknown key" in shown["message"]
+    assert client.diagnostics(uri)["diagnostics"] == []  # like the CLI's exit 2: nothing linted
+    config.write_text('[tool.devlint]\nselect = ["DL001"]\n')
+    client.notify("textDocument/didSave", {"textDocument": {"uri": config.as_uri()}})
+    assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["DL001"]
+
+
 def test_syntax_error_is_an_error_diagnostic_and_close_clears(client, tmp_path):
     uri = open_doc(client, tmp_path / "broken.py", "import torch\nx = torch.ones(2\n")
     (d,) = client.diagnostics(uri)["diagnostics"]
