@@ -38,9 +38,10 @@ print(model(x).sum().item(), label)
 
 class Client:
     def __init__(self, cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "devlint", "server"], cwd=cwd,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        self.log = cwd / "server-stderr.log"  # a file, not a pipe: the server never blocks on it
+        with open(self.log, "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "devlint", "server"], cwd=cwd,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
         self.inbox: queue.Queue = queue.Queue()
         self.next_id = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -84,7 +85,7 @@ class Client:
                 msg = self.inbox.get(timeout=left)
             except queue.Empty:
                 continue
-            assert msg is not None, f"devlint server closed stdout: {self.proc.stderr.read1(4000)!r}"
+            assert msg is not None, f"devlint server closed stdout: {self.log.read_text()[-4000:]}"
             if "method" in msg and "id" in msg:  # a request from the server: answer it
                 self.send({"id": msg["id"], "result": None})
             if match(msg):
@@ -273,7 +274,8 @@ def test_without_pygls_one_line_and_exit_2(tmp_path):
 
 
 def test_cli_import_does_not_import_pygls():
-    code = "import sys, devlint.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')))"
+    code = ("import sys, devlint.cli\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.stdout == "[]\n", proc.stderr
 

@@ -50,7 +50,7 @@ def test_quick_start_is_two_commands_and_says_what_to_expect():
     for needed in ("Python >= 3.11", "python3.11 -m venv .venv", "status 1", "9–15 minutes",
                    "--index-url https://download.pytorch.org/whl/cpu", "DL004"):
         assert needed in prose, needed
-    assert f'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
+    assert 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_quick_start_first_command_exits_1_with_findings(tmp_path, monkeypatch):
