@@ -543,3 +543,12 @@ def clean_cache(cache_dir) -> None:
     except (ValueError, OSError) as exc:
         _fail(str(exc))
     click.echo(f"Removed {path}" if removed else f"No cache at {path}")
+
+
+# --- `devlint server`: the language server (devlint/server.py; pygls is the `lsp` extra) ---
+@main.command("server")
+def lsp_server() -> None:
+    """Run the language server (LSP) on stdin/stdout (needs `pip install "devlint[lsp]"`)."""
+    from devlint.server import serve
+
+    serve()
