@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
+from devlint.analysis.usage import factory_of_chain, is_zero_dim, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -220,8 +221,10 @@ class FactoryWithoutDevice(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _PLACED_BY and isinstance(func.value, cst.Call):
-            self._exempt.add(func.value)
+        if isinstance(func, cst.Attribute) and func.attr.value in _PLACED_BY:
+            base = factory_of_chain(func.value)  # `torch.arange(n).long().cuda()`: the cast keeps it placed
+            if isinstance(base, cst.Call):
+                self._exempt.add(base)
         method, cls = self.t.method, self.t.cls
         if self._not_body or method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
             return
@@ -237,6 +240,8 @@ class FactoryWithoutDevice(Rule):
             return
         if factory == "tensor" and node.args and _is_python_scalar(node.args[0].value):
             return
+        if is_zero_dim(factory, node):
+            return  # a 0-dim CPU tensor mixes with CUDA tensors
         self._pending.append((node, factory, method, cls))
 
     # ---- decisions ----------------------------------------------------------------------
@@ -244,6 +249,9 @@ class FactoryWithoutDevice(Rule):
         for node, factory, method, cls in self._pending:
             if node in self._exempt:  # marked by an enclosing subscript visited earlier
                 continue
+            use = usage_of(method)
+            if use.moved_next(node) or use.host_only(node):
+                continue  # placed by the next statement / only logged, indexed, read back on the host
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")
             self.report(node, msg, self._fix(node, factory, method, cls))
