@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_reads
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule, unsafe
@@ -43,6 +44,7 @@ class _Candidate:
     stmt: Optional[cst.CSTNode]  # its line
     scope: Optional[cst.CSTNode]
     cls: Optional[cst.CSTNode]
+    in_log: bool = False  # an argument of print / logger.* / set_postfix: per-step logging
 
 
 class SyncInLoop(Rule):
@@ -107,60 +109,74 @@ class SyncInLoop(Rule):
 
     VALID = [
         # the value steers control flow: it must reach the host
-        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
         "    if loss.item() < 1e-3:\n        break\n",
-        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
         "    v = loss.item()\n    if v != v:\n        raise ValueError('nan')\n",
         # logging every N steps
-        "import torch\nfor step, x in enumerate(data):\n    loss = model(x).sum()\n    loss.backward()\n"
+        "import torch\nmodel.cuda()\nfor step, x in enumerate(data):\n    loss = model(x).sum()\n    loss.backward()\n"
         "    if step % 100 == 0:\n        print(step, loss.item())\n",
         # after the loop
-        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\nprint(loss.item())\n",
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\nprint(loss.item())\n",
         # not a training loop
-        "import torch\nfor x in data:\n    print(x.sum().item())\n",
+        "import torch\nmodel.cuda()\nfor x in data:\n    print(x.sum().item())\n",
         # a per-epoch sync (the step loop is the inner one)
-        "import torch\nfor epoch in range(3):\n    for x in data:\n        model(x).sum().backward()\n"
+        "import torch\nmodel.cuda()\nfor epoch in range(3):\n    for x in data:\n        model(x).sum().backward()\n"
         "        opt.step()\n    print(epoch, evaluate().item())\n",
         # collecting outputs on the host in an eval loop
-        "import torch\nwith torch.no_grad():\n    for x in loader:\n        preds.append(model(x).argmax(1).cpu())\n",
+        "import torch\nmodel.cuda()\nwith torch.no_grad():\n    for x in loader:\n        preds.append(model(x).argmax(1).cpu())\n",
         # checked by a test assertion
-        "import torch\nfor x in data:\n    model(x).sum().backward()\n"
+        "import torch\nmodel.cuda()\nfor x in data:\n    model(x).sum().backward()\n"
         "    self.assertEqual(model.weight.grad.sum().item(), 3.0)\n    fns[0](x)\n    get()(x)\n",
         # timing needs the synchronize
-        "import time, torch\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
+        "import time, torch\nmodel.cuda()\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
         "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - t0)\n",
+        # a CPU-only script: nothing ever waits for a device
+        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    total += loss.item()\n",
+        # batch values the loop never moves are on the host already
+        "import torch\nmodel.cuda()\nfor x, y in train_loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
+        "    seen += y.sum().item()\n    labels.extend(y.tolist())\n",
+        # host predictions collected per step for a metric
+        "import torch\nmodel.cuda()\nwith torch.no_grad():\n    for x in val_loader:\n"
+        "        preds.extend(model(x).argmax(1).tolist())\n",
+        # per-batch timing with time.time(): the loop pays for the sync on purpose
+        "import time, torch\nmodel.cuda()\nfor x in data:\n    t0 = time.time()\n    loss = model(x).sum()\n"
+        "    loss.backward()\n    total += loss.item()\n    times.append(time.time() - t0)\n",
+        # re-read after a sync in the same iteration (the first read steers control flow)
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    if loss.item() > 1e3:\n        break\n    total += loss.item()\n",
     ]
     INVALID = [
         Invalid(
-            "import torch\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    opt.step()\n    total += loss.item()\nprint(total)\n",
-            "import torch\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    opt.step()\n    total += loss.detach()\ntotal = torch.as_tensor(total).item()\nprint(total)\n",
             unsafe=True,
         ),
         Invalid(
-            "import torch\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
+            "import torch\nmodel.cuda()\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
             "    hits = 0\n    for x, y in val_loader:\n        hits += (model(x).argmax(1) == y).sum().item()\n"
             "    return hits\n",
-            "import torch\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
+            "import torch\nmodel.cuda()\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
             "    hits = 0\n    for x, y in val_loader:\n        hits += (model(x).argmax(1) == y).sum().detach()\n"
             "    hits = torch.as_tensor(hits).item()\n    return hits\n",
             unsafe=True,
         ),
         Invalid(
-            "import torch\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    losses.append(loss.item())\n",
-            "import torch\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    losses.append(loss.detach())\nlosses = [v.item() for v in losses]\n",
             unsafe=True,
         ),
         # read inside the loop: report only
-        Invalid("import torch\ntotal = 0.0\nfor i, x in enumerate(data):\n    loss = model(x).sum()\n"
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\ntotal = 0.0\nfor i, x in enumerate(data):\n    loss = model(x).sum()\n"
                 "    loss.backward()\n    total += loss.item()\n    pbar.set_postfix(avg=total / (i + 1))\n"),
-        Invalid("import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n"),
-        Invalid("import torch\nfor x in data:\n    model(x).sum().backward()\n    optimizer.step()\n"
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n"),
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\nfor x in data:\n    model(x).sum().backward()\n    optimizer.step()\n"
                 "    torch.cuda.synchronize()\n"),
-        Invalid("import torch\nwith torch.inference_mode():\n    for x in test_loader:\n"
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\nwith torch.inference_mode():\n    for x in test_loader:\n"
                 "        scores = model(x).softmax(-1).cpu().numpy()\n        report(scores)\n"),
     ]
 
@@ -179,6 +195,7 @@ class SyncInLoop(Rule):
         self.numpy_cpu: set = set()  # `.cpu()` calls followed by `.numpy()`
         self.with_nograd: dict = {}
         self.assert_calls: set = set()  # `self.assertEqual(...)` & co: a test, like `assert`
+        self.log_calls: list = []  # enclosing print / logging calls
 
     # ---- context ---------------------------------------------------------------------------
     def _fn_loops(self) -> list:
@@ -409,15 +426,20 @@ class SyncInLoop(Rule):
         if not self._fn_loops():
             return
         small = self.smalls[-1] if self.smalls else None
+        in_log = any(c is not node for c in self.log_calls)
         self.candidates.append(_Candidate(kind, node, tuple(self.frames), self.test_depth > 0, small,
-                                          self.t.statement, self.t.scope, self.t.cls))
+                                          self.t.statement, self.t.scope, self.t.cls, in_log))
 
     def leave_Call(self, node: cst.Call) -> None:
         if node in self.assert_calls:
             self.test_depth -= 1
+        if self.log_calls and self.log_calls[-1] is node:
+            self.log_calls.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if log_call(node):
+            self.log_calls.append(node)
         last = func.attr.value if isinstance(func, cst.Attribute) else (
             func.value if isinstance(func, cst.Name) else "")
         if last.startswith("assert"):
@@ -503,11 +525,21 @@ class SyncInLoop(Rule):
         return None
 
     def finish(self) -> None:
+        if not may_touch_device(self.facts.source):
+            return  # a CPU-only script: no value ever waits for a device
         groups: dict = {}  # loop node -> [(candidate, edit)]
+        reported: list = []  # (candidate, message)
+        read: dict = {}  # loop node -> [(frames, receiver text)] synced earlier in the iteration
         for c in self.candidates:
             lp = self._sync_loop(c)
-            if lp is None or c.in_test:
+            if lp is None:
                 continue
+            text = self._receiver_text(c)
+            earlier = read.setdefault(lp.node, [])
+            again = bool(text) and any(text <= t and c.frames[:len(f)] == f for f, t in earlier)
+            earlier.append((c.frames, text))
+            if c.in_test or again or lp.timed:
+                continue  # steers control flow / re-read after a sync / the loop times itself on purpose
             names = set()
             if isinstance(c.small, cst.Assign) and _contains(c.small.value, c.node):
                 names = {dotted(t.target) for t in c.small.targets}
@@ -517,9 +549,13 @@ class SyncInLoop(Rule):
                 if names & self.test_names.get(lp.node, set()):
                     continue  # the value is tested in the loop: it steers control flow
             msg = self._message(c, lp)
-            if msg is None:
-                continue
-            edit = self._edit(c, lp) if c.kind == "item" else None
+            if msg is not None:
+                reported.append((c, msg, lp))
+        # one finding per expression: `(p.cpu() == y.cpu()).sum().item()` is reported once
+        reported = [(c, m, lp) for c, m, lp in reported
+                    if not any(o is not c and o.stmt is c.stmt and _contains(o.node, c.node) for o, _, _ in reported)]
+        for c, msg, lp in reported:
+            edit = self._edit(c, lp) if c.kind == "item" and not c.in_log else None
             if edit is not None:
                 groups.setdefault(lp.node, []).append((c, edit))
             else:
@@ -529,22 +565,45 @@ class SyncInLoop(Rule):
             for c, _ in items:
                 self.report(c.node, self._message(c, self.loops[loop_node]), fix)
 
+    def _receiver_text(self, c: _Candidate) -> frozenset:
+        """The synced values' source text (``loss`` for ``loss.item()`` / ``print(f"{loss}")``)."""
+        code = self.ctx.module.code_for_node
+        if c.kind in ("item", "tolist", "cpu"):
+            return frozenset({code(c.node.func.value)})
+        out = set()
+        if c.kind == "print":
+            for a in c.node.args:
+                v = a.value
+                if isinstance(v, (cst.Name, cst.Attribute)):
+                    out.add(code(v))
+                elif isinstance(v, cst.FormattedString):
+                    out |= {code(p.expression) for p in v.parts if isinstance(p, cst.FormattedStringExpression)}
+        return frozenset(out)
+
     def _message(self, c: _Candidate, lp: _Loop) -> Optional[str]:
         where = "training" if lp.step else "evaluation"
         func = c.node.func
         if c.kind in ("item", "tolist", "cpu"):
             recv = func.value
+            if only_reads(recv, host_loop_names(lp.node)):
+                return None  # a batch value the loop never moves: it is on the host already
+            if c.kind in ("cpu", "tolist") and c.node in self.collected:
+                return None  # host outputs collected per step (predictions for a metric)
             if c.kind == "cpu":
-                if c.node in self.collected or not (c.node in self.numpy_cpu or self._tensor_evidence(c, recv)):
+                if not (c.node in self.numpy_cpu or self._tensor_evidence(c, recv)):
                     return None
             elif self._not_a_tensor(c, recv):
                 return None
             text = _short(self.ctx.module.code_for_node(recv))
+            if c.in_log:
+                return (f"`{text}.{c.kind}()` logged on every iteration of the {where} loop waits for the "
+                        "device each step; log every N steps")
             return (f"`{text}.{c.kind}()` waits for the device on every iteration of the {where} loop; "
                     "keep the value on the device and read it once after the loop")
         if c.kind == "print":
             shown = [a.value for a in c.node.args if a.keyword is None]
-            if not any(self._prints_tensor(c, a) for a in shown):
+            hosts = host_loop_names(lp.node)
+            if not any(self._prints_tensor(c, a) and not only_reads(a, hosts) for a in shown):
                 return None
             return (f"`print` of a tensor waits for the device on every iteration of the {where} loop; "
                     "log every N steps or after the loop")

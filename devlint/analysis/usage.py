@@ -123,7 +123,18 @@ def host_loop_names(loop: cst.CSTNode) -> set:
 def only_reads(expr: cst.BaseExpression, names: set) -> bool:
     """Every name ``expr`` reads is in ``names`` (builtins aside) and it calls no model."""
     read = _names(expr)
-    return bool(read) and read <= names | _HOST_BUILTINS
+    return bool(read) and read <= names | _HOST_BUILTINS and not _moves(expr)
+
+
+def _moves(expr: cst.CSTNode) -> bool:
+    """``expr`` contains ``.cuda()`` / ``.to(...)``: part of it may be on a device."""
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in MOVES:
+            return True
+        stack.extend(children(n, trivia=False))
+    return False
 
 
 def log_call(call: cst.Call) -> bool:
