@@ -35,6 +35,7 @@ MOVES = frozenset({"to", "cuda", "type_as"})
 _LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
                         r"set_postfix|set_description|write|update_metrics|record)$")
 _HOST_READS = frozenset({"item", "tolist", "numpy", "cpu"})
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "norm", "std", "var"})
 _HOST_BUILTINS = frozenset({"int", "float", "len", "range", "bool", "str", "list", "tuple", "enumerate",
                             "zip", "round", "print"})
 _DEVICE_WORDS = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|distributed")
@@ -184,8 +185,11 @@ class FunctionUsage:
             return "consumed by Python indexing"
         if isinstance(p, cst.Attribute) and p.value is child:
             call = self._up(p)
-            if isinstance(call, cst.Call) and p.attr.value in ("item", "tolist", "numpy") and call.func is p:
-                return "read back on the host"
+            if isinstance(call, cst.Call) and call.func is p:
+                if p.attr.value in ("item", "tolist", "numpy"):
+                    return "read back on the host"
+                if p.attr.value in _REDUCTIONS or p.attr.value in CAST_METHODS:
+                    return self.host_position(call)  # `torch.ones(n).sum().item()`
             return None
         if isinstance(p, cst.Arg):
             call = self._up(p)
