@@ -56,8 +56,14 @@ class FactoryWithoutDevice(Rule):
     read on the host (`.to(...)`, `.cuda()`, `.cpu()`, `.type_as(x)`, `.tolist()`,
     `.item()`: DL007 handles the moves), a factory used directly as an index
     (`x[torch.arange(n)]`: CUDA tensors accept CPU index tensors), and
-    `torch.tensor(<python scalar>)` (a 0-dim CPU tensor mixes with CUDA tensors in
-    arithmetic, so it is not a device bug).
+    `torch.tensor(<python scalar>)` and other 0-dim tensors (`torch.zeros(())`: a 0-dim
+    CPU tensor mixes with CUDA tensors in arithmetic, so it is not a device bug).
+    Casts between the factory and its move keep it placed
+    (`torch.arange(n).long().cuda()`), and so does a move on the next statement
+    (`idx = torch.arange(n)` then `if x.is_cuda: idx = idx.cuda()`). Values that are right
+    on the host are not flagged either: a factory (or the name it is bound to) only used
+    as an index or slice, iterated in Python, read back with `.item()`/`.tolist()`/`int()`,
+    logged, or returned in a metrics dict (`devlint/analysis/usage.py`).
 
     ## Why is this bad?
     The factory creates the tensor on the CPU (or the default device) on every call,
@@ -121,6 +127,14 @@ class FactoryWithoutDevice(Rule):
         "    def forward(self, x, y=torch.zeros(3)):\n        return x + y\n",
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, g):\n        return x + torch.rand(3, generator=g)\n",
+        # cast, then placed at once; placed by the next statement
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        i = torch.arange(x.size(0)).long().cuda()\n"
+        "        j = torch.arange(4)\n        if x.is_cuda:\n            j = j.cuda()\n        return x[i] + j\n",
+        # right on the host: 0-dim, an index via a name, logged, a metrics dict
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        cols = torch.arange(2)\n        y = x[:, cols] * torch.zeros(())\n"
+        "        print(torch.ones(1))\n        return {'out': y, 'n': torch.tensor(len(x))}\n",
     ]
     INVALID = [
         Invalid(

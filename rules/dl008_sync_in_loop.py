@@ -63,7 +63,13 @@ class SyncInLoop(Rule):
     must reach the host; a sync under an `if` inside the
     loop (logging every N steps); `.cpu()` results appended to a list (collecting
     outputs on the host bounds GPU memory); `synchronize()` in a loop that reads a
-    clock (timing needs it); anything after the loop.
+    clock (timing needs it); anything after the loop. Also not flagged (issues 15/16):
+    a file that never mentions a device (a CPU-only script), batch values the loop never
+    moves (`y.sum().item()` for `for x, y in loader`), `.tolist()` outputs collected into
+    a list (predictions for a metric), any sync in a loop that times each batch with a
+    clock, and a value re-read after the iteration already synced on it. A sync inside
+    `print`/logging calls is advised "log every N steps"; nested syncs in one expression
+    give one finding.
 
     ## Why is this bad?
     CUDA runs asynchronously: the Python loop queues work and races ahead. Reading a
