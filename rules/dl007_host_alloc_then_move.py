@@ -5,7 +5,6 @@ import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
-from devlint.analysis.usage import factory_of_chain
 from devlint.facts import DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule, safe, unsafe

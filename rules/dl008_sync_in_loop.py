@@ -6,11 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.accumulators import ReplaceIn, arith_path, contains, count_name, initialised_before, short
 from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_reads
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule, unsafe
-from devlint.walk import children
 
 _OPTIMIZER_NAME = re.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
 _LOADER_NAME = re.compile(r"loader", re.I)
@@ -18,7 +18,6 @@ _NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "
 _ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange"})
 _TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
                      "timeit.default_timer", "torch.cuda.Event"})
-_ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 # What a sync is called in messages.
 _WHAT = {"item": "`.item()`", "tolist": "`.tolist()`", "cpu": "`.cpu()`", "print": "`print(tensor)`",
          "sync": "`torch.cuda.synchronize()`"}
@@ -547,9 +546,9 @@ class SyncInLoop(Rule):
             if c.in_test or again or lp.timed:
                 continue  # steers control flow / re-read after a sync / the loop times itself on purpose
             names = set()
-            if isinstance(c.small, cst.Assign) and _contains(c.small.value, c.node):
+            if isinstance(c.small, cst.Assign) and contains(c.small.value, c.node):
                 names = {dotted(t.target) for t in c.small.targets}
-            elif isinstance(c.small, cst.AugAssign) and _contains(c.small.value, c.node):
+            elif isinstance(c.small, cst.AugAssign) and contains(c.small.value, c.node):
                 names = {dotted(c.small.target)}
             if names:
                 if names & self.test_names.get(lp.node, set()):
@@ -559,7 +558,7 @@ class SyncInLoop(Rule):
                 reported.append((c, msg, lp))
         # one finding per expression: `(p.cpu() == y.cpu()).sum().item()` is reported once
         reported = [(c, m, lp) for c, m, lp in reported
-                    if not any(o is not c and o.stmt is c.stmt and _contains(o.node, c.node) for o, _, _ in reported)]
+                    if not any(o is not c and o.stmt is c.stmt and contains(o.node, c.node) for o, _, _ in reported)]
         for c, msg, lp in reported:
             edit = self._edit(c, lp) if c.kind == "item" and not c.in_log else None
             if edit is not None:
@@ -600,7 +599,7 @@ class SyncInLoop(Rule):
                     return None
             elif self._not_a_tensor(c, recv):
                 return None
-            text = _short(self.ctx.module.code_for_node(recv))
+            text = short(self.ctx.module.code_for_node(recv))
             if c.in_log:
                 return (f"`{text}.{c.kind}()` logged on every iteration of the {where} loop waits for the "
                         "device each step; log every N steps")
@@ -637,7 +636,7 @@ class SyncInLoop(Rule):
         small = c.small
         acc = None
         if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign):
-            if isinstance(small.target, cst.Name) and _arith_path(small.value, c.node):
+            if isinstance(small.target, cst.Name) and arith_path(small.value, c.node):
                 acc, how = small.target.value, "sum"
         elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             call = small.value
@@ -647,9 +646,9 @@ class SyncInLoop(Rule):
                 acc, how = f.value.value, "list"
         if acc is None or c.stmt is None or not any(s is small for s in c.stmt.body):
             return None
-        if not _initialised_before(lp, acc, how):
+        if not initialised_before(lp.suite, lp.node, acc, how):
             return None
-        if _count_name(lp.node, acc) != 1:
+        if count_name(lp.node, acc) != 1:
             return None  # read (or written) elsewhere in the loop
         return (acc, how, c.node)
 
@@ -663,90 +662,7 @@ class SyncInLoop(Rule):
                     else f"{acc} = [v.item() for v in {acc}]\n")
             if line not in after:
                 after.append(line)
-        new_loop = lp.node.visit(_ReplaceIn(repl))
+        new_loop = lp.node.visit(ReplaceIn(repl))
         stmts = [cst.parse_statement(line) for line in after]
         return unsafe("accumulate on the device and read the value once after the loop",
                       {lp.node: cst.FlattenSentinel([new_loop, *stmts])}, needs_torch_import=needs_torch)
-
-
-class _ReplaceIn(cst.CSTTransformer):
-    def __init__(self, replacements: dict) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):
-        return self.replacements.get(original_node, updated_node)
-
-
-def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
-    stack = [tree]
-    while stack:
-        n = stack.pop()
-        if n is target:
-            return True
-        stack.extend(children(n, trivia=False))
-    return False
-
-
-def _count_name(tree: cst.CSTNode, name: str) -> int:
-    n = 0
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value == name:
-            n += 1
-        stack.extend(children(node, trivia=False))
-    return n
-
-
-def _arith_path(expr: cst.BaseExpression, call: cst.Call) -> bool:
-    """``expr`` is ``call`` or arithmetic (+ - * /) with ``call`` as an operand."""
-    if expr is call:
-        return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITH):
-        return _arith_path(expr.left, call) or _arith_path(expr.right, call)
-    return False
-
-
-def _is_number(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        node = node.expression
-    return isinstance(node, (cst.Integer, cst.Float))
-
-
-def _initialised_before(lp: _Loop, acc: str, how: str) -> bool:
-    """The last statement before the loop (same block) that binds ``acc`` sets it to a literal."""
-    body = list(lp.suite.body)
-    idx = next((i for i, s in enumerate(body) if s is lp.node), None)
-    if idx is None:
-        return False
-    for stmt in reversed(body[:idx]):
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            if _count_name(stmt, acc):
-                return False
-            continue
-        for small in reversed(stmt.body):
-            if isinstance(small, cst.Assign):
-                for t in small.targets:
-                    tgt = t.target
-                    if isinstance(tgt, cst.Name) and tgt.value == acc:
-                        v = small.value
-                        return _is_number(v) if how == "sum" else (isinstance(v, cst.List) and not v.elements)
-                    if isinstance(tgt, (cst.Tuple, cst.List)) and _count_name(tgt, acc):
-                        # `loss_sum, correct = 0.0, 0`
-                        v = small.value
-                        if not (isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(tgt.elements)):
-                            return False
-                        for te, ve in zip(tgt.elements, v.elements):
-                            if isinstance(te.value, cst.Name) and te.value.value == acc:
-                                return _is_number(ve.value) if how == "sum" else (
-                                    isinstance(ve.value, cst.List) and not ve.value.elements)
-                        return False
-            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and _count_name(small.target, acc):
-                return False
-    return False
-
-
-def _short(text: str, n: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 3] + "..."

@@ -34,7 +34,6 @@ MOVES = frozenset({"to", "cuda", "type_as"})
 # calls whose arguments only reach the host: printing and logging
 _LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
                         r"set_postfix|set_description|write|update_metrics|record)$")
-_HOST_READS = frozenset({"item", "tolist", "numpy", "cpu"})
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "norm", "std", "var"})
 _HOST_BUILTINS = frozenset({"int", "float", "len", "range", "bool", "str", "list", "tuple", "enumerate",
                             "zip", "round", "print"})
