@@ -223,3 +223,27 @@ def test_dl008_silent_on_a_cpu_only_script():
 def test_dl008_a_batch_value_moved_in_the_expression_is_still_reported():
     src = LOOP.format(line="    total += y.cuda().sum().item()")
     assert [line for line, _ in messages(src, "DL008")] == [8]
+
+
+def test_dl006_random_draws_read_by_python_are_not_flagged():
+    src = """\
+import torch
+from torch import nn
+
+
+class Aug(nn.Module):
+    def forward(self, img):
+        if torch.rand(1) < 0.5 and not torch.randint(2, (1,)):
+            return img
+        area = 4 * torch.empty(1).uniform_(0.1, 0.3).item()
+        ratio = torch.exp(torch.empty(1).uniform_(-1.0, 1.0)).item()
+        return img * area * ratio, self.space(4)
+
+    def space(self, n):
+        s = {"rotate": (torch.linspace(0.0, 30.0, n), True)}
+        s.update({"posterize": (8 - (torch.arange(n) / 4).round().int(), False)})
+        return s
+"""
+    assert codes_at(src, "DL006") == []
+    flagged = src.replace("return img * area * ratio", "return img * torch.rand(1) * area * ratio")
+    assert codes_at(flagged, "DL006") == [(11, "DL006")]

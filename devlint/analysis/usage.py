@@ -29,12 +29,16 @@ CAST_METHODS = frozenset({
     "long", "int", "float", "double", "half", "bfloat16", "bool", "byte", "char", "short", "type",
     "view", "reshape", "unsqueeze", "squeeze", "expand", "repeat", "t", "transpose", "flatten",
     "contiguous", "clone", "detach", "requires_grad_", "fill_", "mul", "add", "sub", "div",
+    # in-place fills return the tensor itself
+    "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
+    "cauchy_", "zero_",
 })
 MOVES = frozenset({"to", "cuda", "type_as"})
 # calls whose arguments only reach the host: printing and logging
 _LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
                         r"set_postfix|set_description|write|update_metrics|record)$")
-_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "norm", "std", "var"})
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "norm", "std", "var", "round", "log",
+                         "exp", "abs", "sqrt", "floor", "ceil", "clamp"})
 _HOST_BUILTINS = frozenset({"int", "float", "len", "range", "bool", "str", "list", "tuple", "enumerate",
                             "zip", "round", "print"})
 _DEVICE_WORDS = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|distributed")
@@ -180,6 +184,11 @@ class FunctionUsage:
     def host_position(self, node: cst.BaseExpression) -> Optional[str]:
         """Why the value of ``node`` (an expression) only reaches the host, or None."""
         child, p = node, self._up(node)
+        if isinstance(p, (cst.BinaryOperation, cst.UnaryOperation)):
+            return self.host_position(p)  # `torch.arange(n) / 4`, `-torch.rand(1)`: same tensor kind
+        if isinstance(p, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)) or (
+                isinstance(p, (cst.If, cst.While, cst.IfExp, cst.Assert)) and p.test is child):
+            return self._condition(child)
         if isinstance(p, (cst.Index, cst.Slice)):
             return "consumed by Python indexing"
         if isinstance(p, cst.Attribute) and p.value is child:
@@ -198,14 +207,41 @@ class FunctionUsage:
                     return "read back on the host"
                 if log_call(call):
                     return "only logged"
+                if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "torch" \
+                        and p.keyword is None:
+                    return self.host_position(call)  # `torch.exp(torch.empty(1).uniform_()).item()`
+                if isinstance(f, cst.Attribute) and f.attr.value == "update" and isinstance(f.value, cst.Name) \
+                        and isinstance(child, cst.Dict) and self._returned(f.value.value):
+                    return "returned in a metrics dict" if self._string_keys(child) else None
             return None
+        if isinstance(p, cst.Element) and isinstance(self._up(p), cst.Tuple):
+            return self.host_position(self._up(p))  # `{"op": (torch.linspace(...), True)}`
         if isinstance(p, cst.FormattedStringExpression):
             return "only logged"
         if isinstance(p, cst.DictElement) and p.value is child:
             d = self._up(p)
             if isinstance(d, cst.Dict) and self._metrics_dict(d):
                 return "returned in a metrics dict"
+            if isinstance(d, cst.Dict) and self._string_keys(d):
+                return self.host_position(d)  # `s.update({...})` of a returned dict
         return None
+
+    def _condition(self, node: cst.CSTNode) -> Optional[str]:
+        """``node`` only feeds a Python condition (``if torch.rand(1) < p:``)."""
+        child, p = node, self._up(node)
+        while isinstance(p, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation)):
+            child, p = p, self._up(p)
+        if isinstance(p, (cst.If, cst.While, cst.IfExp, cst.Assert)) and p.test is child:
+            return "steers Python control flow"
+        return None
+
+    def _returned(self, name: str) -> bool:
+        return any(isinstance(self._up(u), cst.Return) for u in self.loads.get(name, ()))
+
+    @staticmethod
+    def _string_keys(d: cst.Dict) -> bool:
+        return all(isinstance(e, cst.DictElement) and isinstance(e.key, (cst.SimpleString, cst.ConcatenatedString))
+                   for e in d.elements)
 
     def _metrics_dict(self, d: cst.Dict) -> bool:
         """A dict display with string keys that is returned, logged or stored as logs/metrics."""
@@ -221,6 +257,8 @@ class FunctionUsage:
             names = set()
             for t in p.targets:
                 names |= _target_names(t.target)
+            if any(isinstance(self._up(u), cst.Return) for n in names for u in self.loads.get(n, ())):
+                return True  # `s = {...}; ...; return s`
             return any(re.search(r"log|metric|stat|info|result|out", n, re.I) for n in names)
         return False
 
