@@ -242,7 +242,8 @@ class Aug(nn.Module):
     def space(self, n):
         s = {"rotate": (torch.linspace(0.0, 30.0, n), True)}
         s.update({"posterize": (8 - (torch.arange(n) / 4).round().int(), False)})
-        return s
+        sub = torch.randperm(n)[:2]
+        return s, img[sub]
 """
     assert codes_at(src, "DL006") == []
     flagged = src.replace("return img * area * ratio", "return img * torch.rand(1) * area * ratio")

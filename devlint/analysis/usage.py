@@ -191,6 +191,8 @@ class FunctionUsage:
             return self._condition(child)
         if isinstance(p, (cst.Index, cst.Slice)):
             return "consumed by Python indexing"
+        if isinstance(p, cst.Subscript) and p.value is child:
+            return self.host_position(p)  # `torch.randperm(n)[:k]`: a slice of the same tensor
         if isinstance(p, cst.Attribute) and p.value is child:
             call = self._up(p)
             if isinstance(call, cst.Call) and call.func is p:
@@ -266,6 +268,9 @@ class FunctionUsage:
         """``torch.arange(n)`` inside ``torch.arange(n).long()`` -> the whole cast chain."""
         while True:
             p = self._up(node)
+            if isinstance(p, cst.Subscript) and p.value is node:
+                node = p  # `torch.randperm(n)[:k]`
+                continue
             if not (isinstance(p, cst.Attribute) and p.value is node and p.attr.value in CAST_METHODS):
                 return node
             call = self._up(p)
