@@ -238,7 +238,14 @@ class FunctionUsage:
         return None
 
     def _returned(self, name: str) -> bool:
-        return any(isinstance(self._up(u), cst.Return) for u in self.loads.get(name, ()))
+        """``name`` is returned (alone or as an element of a returned tuple)."""
+        for u in self.loads.get(name, ()):
+            p = self._up(u)
+            if isinstance(p, cst.Element) and isinstance(self._up(p), cst.Tuple):
+                p = self._up(self._up(p))
+            if isinstance(p, cst.Return):
+                return True
+        return False
 
     @staticmethod
     def _string_keys(d: cst.Dict) -> bool:
@@ -259,7 +266,7 @@ class FunctionUsage:
             names = set()
             for t in p.targets:
                 names |= _target_names(t.target)
-            if any(isinstance(self._up(u), cst.Return) for n in names for u in self.loads.get(n, ())):
+            if any(self._returned(n) for n in names):
                 return True  # `s = {...}; ...; return s`
             return any(re.search(r"log|metric|stat|info|result|out", n, re.I) for n in names)
         return False
