@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.accumulators import ReplaceIn, arith_path, contains, count_name, initialised_before, short
+from devlint.analysis.loops import Loop, LoopFrames, every_iteration
 from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_reads
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import torch_ref
@@ -14,23 +15,12 @@ from devlint.rule import Invalid, Rule, unsafe
 
 _OPTIMIZER_NAME = re.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
 _LOADER_NAME = re.compile(r"loader", re.I)
-_NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
 _ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange"})
 _TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
                      "timeit.default_timer", "torch.cuda.Event"})
 # What a sync is called in messages.
 _WHAT = {"item": "`.item()`", "tolist": "`.tolist()`", "cpu": "`.cpu()`", "print": "`print(tensor)`",
          "sync": "`torch.cuda.synchronize()`"}
-
-
-@dataclass(eq=False)
-class _Loop:
-    node: cst.CSTNode
-    fn: Optional[cst.CSTNode]
-    suite: cst.CSTNode  # the IndentedBlock / Module whose body holds the loop
-    step: bool = False  # calls backward()/optimizer.step() in its own body
-    eval: bool = False  # iterates a data loader under no_grad / inference_mode
-    timed: bool = False  # reads a clock: synchronize() is there to time the step
 
 
 @dataclass(eq=False)
@@ -46,7 +36,7 @@ class _Candidate:
     in_log: bool = False  # an argument of print / logger.* / set_postfix: per-step logging
 
 
-class SyncInLoop(Rule):
+class SyncInLoop(LoopFrames, Rule):
     """
     ## What it does
     Flags a device-to-host synchronisation that runs on every iteration of a training
@@ -187,209 +177,17 @@ class SyncInLoop(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.frames: list = []  # ("loop", _Loop) / ("cond", guard?) / ("fn", nograd?) / ("nograd",)
-        self.suites: list = []  # IndentedBlock / Module stack
-        self.loops: dict = {}  # loop node -> _Loop
-        self.test_depth = 0
-        self.test_names: dict = {}  # loop node -> names read in tests inside it
-        self.smalls: list = []  # innermost simple statements
+        self.init_frames()
         self.candidates: list[_Candidate] = []
         self.optimizers: set = set()
         self.loaders: set = set()
         self.collected: set = set()  # calls inside `.append(...)` / `.extend(...)` arguments
         self.numpy_cpu: set = set()  # `.cpu()` calls followed by `.numpy()`
-        self.with_nograd: dict = {}
         self.assert_calls: set = set()  # `self.assertEqual(...)` & co: a test, like `assert`
         self.log_calls: list = []  # enclosing print / logging calls
 
-    # ---- context ---------------------------------------------------------------------------
-    def _fn_loops(self) -> list:
-        out = []
-        for f in reversed(self.frames):
-            if f[0] == "fn":
-                break
-            if f[0] == "loop":
-                out.append(f[1])
-        return out
-
-    def _in_nograd(self) -> bool:
-        for f in reversed(self.frames):
-            if f[0] == "nograd":
-                return True
-            if f[0] == "fn":
-                return f[1]
-        return False
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self.suites.append(node)
-
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.suites.append(node)
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.suites.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        nograd = False
-        for dec in node.decorators:
-            d = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-            if self.facts.qualname(d) in _NO_GRAD:
-                nograd = True
-        self.frames.append(("fn", nograd))
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.frames.pop()
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.frames.append(("fn", False))
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
-        self.frames.pop()
-
-    def visit_With(self, node: cst.With) -> None:
-        ng = False
-        for item in node.items:
-            e = item.item
-            if isinstance(e, cst.Call) and self.facts.qualname(e.func) in _NO_GRAD:
-                ng = True
-        self.with_nograd[node] = ng
-        if ng:
-            self.frames.append(("nograd",))
-
-    def leave_With(self, node: cst.With) -> None:
-        if self.with_nograd.pop(node, False):
-            self.frames.pop()
-
-    # loops
-    def _loader_like(self, it: cst.BaseExpression) -> bool:
-        while isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _ITER_WRAPPERS:
-            if not it.args:
-                return False
-            it = it.args[0].value
-        d = dotted(it)
-        if d is None:
-            return False
-        return d in self.loaders or bool(_LOADER_NAME.search(d.rsplit(".", 1)[-1]))
-
-    def _push_loop(self, node) -> None:
-        lp = self.loops.get(node)
-        if lp is None:
-            lp = _Loop(node, None, self.suites[-1])
-            self.loops[node] = lp
-        self.frames.append(("loop", lp))
-
-    def visit_For(self, node: cst.For) -> None:
-        lp = _Loop(node, None, self.suites[-1])
-        lp.eval = self._in_nograd() and self._loader_like(node.iter)
-        self.loops[node] = lp
-
-    def visit_For_body(self, node: cst.For) -> None:
-        self._push_loop(node)
-
-    def leave_For_body(self, node: cst.For) -> None:
-        self.frames.pop()
-
-    def visit_While_test(self, node: cst.While) -> None:
-        self._push_loop(node)
-        self.test_depth += 1
-
-    def leave_While_test(self, node: cst.While) -> None:
-        self.test_depth -= 1
-        self.frames.pop()
-
-    def visit_While_body(self, node: cst.While) -> None:
-        self._push_loop(node)
-
-    def leave_While_body(self, node: cst.While) -> None:
-        self.frames.pop()
-
-    # conditions: a sync below one does not run every iteration; a sync in a test steers flow
-    def _cond(self, guard: bool = False) -> None:
-        self.frames.append(("cond", guard))
-
-    def _uncond(self) -> None:
-        self.frames.pop()
-
-    def visit_If_test(self, node: cst.If) -> None:
-        self.test_depth += 1
-
-    def leave_If_test(self, node: cst.If) -> None:
-        self.test_depth -= 1
-
-    def visit_If_body(self, node: cst.If) -> None:
-        self._cond(self.facts.guard_polarity(node.test) == 1)
-
-    def leave_If_body(self, node: cst.If) -> None:
-        self._uncond()
-
-    def visit_If_orelse(self, node: cst.If) -> None:
-        self._cond()
-
-    def leave_If_orelse(self, node: cst.If) -> None:
-        self._uncond()
-
-    def visit_IfExp_test(self, node: cst.IfExp) -> None:
-        self.test_depth += 1
-
-    def leave_IfExp_test(self, node: cst.IfExp) -> None:
-        self.test_depth -= 1
-
-    def visit_IfExp_body(self, node: cst.IfExp) -> None:
-        self._cond()
-
-    def leave_IfExp_body(self, node: cst.IfExp) -> None:
-        self._uncond()
-
-    def visit_IfExp_orelse(self, node: cst.IfExp) -> None:
-        self._cond()
-
-    def leave_IfExp_orelse(self, node: cst.IfExp) -> None:
-        self._uncond()
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        self.test_depth += 1
-
-    def leave_Assert(self, node: cst.Assert) -> None:
-        self.test_depth -= 1
-
-    def visit_For_orelse(self, node: cst.For) -> None:
-        self._cond()
-
-    def leave_For_orelse(self, node: cst.For) -> None:
-        self._uncond()
-
-    def visit_While_orelse(self, node: cst.While) -> None:
-        self._cond()
-
-    def leave_While_orelse(self, node: cst.While) -> None:
-        self._uncond()
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        self._cond()
-
-    def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        self._uncond()
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self._cond()
-
-    def leave_Return(self, node: cst.Return) -> None:
-        self._uncond()
-
-    def visit_Raise(self, node: cst.Raise) -> None:
-        self._cond()
-
-    def leave_Raise(self, node: cst.Raise) -> None:
-        self._uncond()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if self.test_depth:
-            for lp in self._fn_loops():
-                self.test_names.setdefault(lp.node, set()).add(node.value)
-
-    # simple statements
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self.smalls.append(node)
+    # ---- DL008's hooks into LoopFrames ------------------------------------------------------
+    def on_assign(self, node: cst.Assign) -> None:
         v = node.value
         if isinstance(v, cst.Call):
             q = self.facts.qualname(v.func) or ""
@@ -402,24 +200,22 @@ class SyncInLoop(Rule):
                 if q.endswith("DataLoader"):
                     self.loaders.add(d)
 
-    def leave_Assign(self, node: cst.Assign) -> None:
-        self.smalls.pop()
+    def loop_is_eval(self, node: cst.For) -> bool:
+        return self.in_nograd() and self._loader_like(node.iter)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.smalls.append(node)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.smalls.pop()
-
-    def visit_Expr(self, node: cst.Expr) -> None:
-        self.smalls.append(node)
-
-    def leave_Expr(self, node: cst.Expr) -> None:
-        self.smalls.pop()
+    def _loader_like(self, it: cst.BaseExpression) -> bool:
+        while isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _ITER_WRAPPERS:
+            if not it.args:
+                return False
+            it = it.args[0].value
+        d = dotted(it)
+        if d is None:
+            return False
+        return d in self.loaders or bool(_LOADER_NAME.search(d.rsplit(".", 1)[-1]))
 
     # ---- evidence and candidates ---------------------------------------------------------
     def _mark(self, attr: str) -> None:
-        loops = self._fn_loops()
+        loops = self.fn_loops()
         if loops:
             setattr(loops[0], attr, True)
 
@@ -428,7 +224,7 @@ class SyncInLoop(Rule):
         return d is not None and (d in self.optimizers or bool(_OPTIMIZER_NAME.search(d.rsplit(".", 1)[-1])))
 
     def _candidate(self, kind: str, node: cst.Call) -> None:
-        if not self._fn_loops():
+        if not self.fn_loops():
             return
         small = self.smalls[-1] if self.smalls else None
         in_log = any(c is not node for c in self.log_calls)
@@ -457,14 +253,14 @@ class SyncInLoop(Rule):
             elif q == "torch.cuda.synchronize":
                 self._candidate("sync", node)
             elif q in _TIMERS:
-                for lp in self._fn_loops():
+                for lp in self.fn_loops():
                     lp.timed = True
             return
         if isinstance(func, cst.Name):
             if func.value == "print" and "print" not in self.facts.bound_names and node.args:
                 self._candidate("print", node)
             elif func.value in ("perf_counter", "default_timer"):
-                for lp in self._fn_loops():
+                for lp in self.fn_loops():
                     lp.timed = True
             return
         if not isinstance(func, cst.Attribute):
@@ -515,19 +311,9 @@ class SyncInLoop(Rule):
             else:
                 return False
 
-    def _sync_loop(self, c: _Candidate) -> Optional[_Loop]:
+    def _sync_loop(self, c: _Candidate) -> Optional[Loop]:
         """The innermost training/eval loop around ``c`` if ``c`` runs on each of its iterations."""
-        frames = list(c.frames)
-        for i in range(len(frames) - 1, -1, -1):
-            f = frames[i]
-            if f[0] == "fn":
-                return None
-            if f[0] == "loop" and (f[1].step or f[1].eval):
-                below = frames[i + 1:]
-                if any(g[0] == "cond" and not g[1] for g in below):
-                    return None
-                return f[1]
-        return None
+        return every_iteration(c.frames, lambda lp: lp.step or lp.eval)
 
     def finish(self) -> None:
         if not may_touch_device(self.facts.source):
@@ -585,7 +371,7 @@ class SyncInLoop(Rule):
                     out |= {code(p.expression) for p in v.parts if isinstance(p, cst.FormattedStringExpression)}
         return frozenset(out)
 
-    def _message(self, c: _Candidate, lp: _Loop) -> Optional[str]:
+    def _message(self, c: _Candidate, lp: Loop) -> Optional[str]:
         where = "training" if lp.step else "evaluation"
         func = c.node.func
         if c.kind in ("item", "tolist", "cpu"):
@@ -628,7 +414,7 @@ class SyncInLoop(Rule):
         return False
 
     # ---- the fix --------------------------------------------------------------------------
-    def _edit(self, c: _Candidate, lp: _Loop):
+    def _edit(self, c: _Candidate, lp: Loop):
         """(accumulator, "sum"/"list") when ``c`` is only summed or appended, else None."""
         inner = [f for f in c.frames if f[0] == "loop"]
         if not inner or inner[-1][1] is not lp:
@@ -652,7 +438,7 @@ class SyncInLoop(Rule):
             return None  # read (or written) elsewhere in the loop
         return (acc, how, c.node)
 
-    def _fix(self, lp: _Loop, edits: list):
+    def _fix(self, lp: Loop, edits: list):
         t, needs_torch = torch_ref(self.facts)
         repl = {}
         after = []
