@@ -8,7 +8,7 @@ import libcst as cst
 
 from devlint.analysis.accumulators import ReplaceIn, arith_path, contains, count_name, initialised_before, short
 from devlint.analysis.loops import Loop, LoopFrames, every_iteration
-from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_reads
+from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_logged, only_reads, usage_of
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule, unsafe
@@ -339,6 +339,8 @@ class SyncInLoop(LoopFrames, Rule):
             if names:
                 if names & self.test_names.get(lp.node, set()):
                     continue  # the value is tested in the loop: it steers control flow
+                if isinstance(c.small, cst.Assign) and only_logged(usage_of(lp.node), names):
+                    c.in_log = True  # `v = loss.item(); print(v)`: per-step logging
             msg = self._message(c, lp)
             if msg is not None:
                 reported.append((c, msg, lp))

@@ -248,3 +248,12 @@ class Aug(nn.Module):
     assert codes_at(src, "DL006") == []
     flagged = src.replace("return img * area * ratio", "return img * torch.rand(1) * area * ratio")
     assert codes_at(flagged, "DL006") == [(11, "DL006")]
+
+
+def test_dl008_a_value_read_only_to_be_logged_gets_the_logging_advice():
+    src = LOOP.format(line="    v = loss.item()\n    logger.info(f'loss {v:.3f}')")
+    [(line, msg)] = messages(src, "DL008")
+    assert line == 8 and "log every N steps" in msg
+    kept = LOOP.format(line="    v = loss.item()\n    history.append(v)")
+    [(_, msg)] = messages(kept, "DL008")
+    assert "read it once after the loop" in msg

@@ -147,6 +147,12 @@ def log_call(call: cst.Call) -> bool:
     return bool(_LOG_NAMES.match(last))
 
 
+def only_logged(usage: "FunctionUsage", names: set) -> bool:
+    """Every read of ``names`` in ``usage``'s tree is an argument of a print / logging call."""
+    loads = [u for n in names if n for u in usage.loads.get(n, ())]
+    return bool(loads) and all(usage.host_position(u) == "only logged" for u in loads)
+
+
 class FunctionUsage:
     """Parent links and name loads of one function (or module) body, built on first use."""
 
