@@ -264,11 +264,25 @@ class FactoryWithoutDevice(Rule):
             if node in self._exempt:  # marked by an enclosing subscript visited earlier
                 continue
             use = usage_of(method)
-            if use.moved_next(node) or use.host_only(node):
+            if use.moved_next(node) or use.host_only(node, self._callers_keep_on_host(method, cls)):
                 continue  # placed by the next statement / only logged, indexed, read back on the host
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")
             self.report(node, msg, self._fix(node, factory, method, cls))
+
+    def _callers_keep_on_host(self, method: cst.FunctionDef, cls):
+        """For a value ``method`` returns: whether every caller in the class reads it on the host
+        (``probs = self.get_params()`` then ``if probs[i] <= p:``)."""
+        def follow(pos: int):
+            names = []
+            for stmt in cls.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt is not method:
+                    u = usage_of(stmt)
+                    names += [(u, n) for n in u.call_targets(method.name.value, pos)]
+            if names and all(n is not None and u.name_host_only(n) for u, n in names):
+                return "read on the host by its callers"
+            return None
+        return follow
 
     def _tensor_arg(self, method: cst.FunctionDef, cls):
         p = method.params

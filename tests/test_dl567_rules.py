@@ -257,3 +257,30 @@ def test_dl008_a_value_read_only_to_be_logged_gets_the_logging_advice():
     kept = LOOP.format(line="    v = loss.item()\n    history.append(v)")
     [(_, msg)] = messages(kept, "DL008")
     assert "read it once after the loop" in msg
+
+
+def test_dl006_follows_a_returned_value_to_its_callers_in_the_class():
+    src = """\
+import torch
+from torch import nn
+
+
+class Jitter(nn.Module):
+    @staticmethod
+    def get_params(n):
+        order = torch.randperm(n)
+        probs = torch.rand((2,))
+        return order, probs
+
+    def forward(self, img):
+        order, probs = self.get_params(4)
+        for i in order:
+            if probs[0] <= 0.5:
+                img = img + i
+        mask = torch.empty(3, 3)
+        mask.fill_(torch.tensor(torch.finfo(img.dtype).min))
+        return img * mask
+"""
+    assert codes_at(src, "DL006") == [(17, "DL006")]
+    used = src.replace("img = img + i", "img = img + probs")  # `probs` meets the input
+    assert codes_at(used, "DL006") == [(9, "DL006"), (17, "DL006")]

@@ -100,6 +100,16 @@ def _target_names(target: cst.CSTNode) -> set:
     return set()
 
 
+def _store_names(target: cst.CSTNode, out: set) -> None:
+    if isinstance(target, cst.Name):
+        out.add(target)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for e in target.elements:
+            _store_names(e.value, out)
+    elif isinstance(target, cst.StarredElement):
+        _store_names(target.value, out)
+
+
 def _assigned_names(tree: cst.CSTNode) -> set:
     out, stack = set(), [tree]
     while stack:
@@ -160,14 +170,24 @@ class FunctionUsage:
         self.root = root
         self.parent: dict = {}
         self.loads: dict = {}  # name -> [Name nodes read]
+        stores: set = set()  # Name nodes bound by an assignment / loop target (`a, b = ...`)
+        names = []
         stack = [root]
         while stack:
             n = stack.pop()
+            if isinstance(n, cst.Assign):
+                for t in n.targets:
+                    _store_names(t.target, stores)
+            elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+                _store_names(n.target, stores)
             for c in children(n, trivia=False):
                 self.parent[c] = n
                 stack.append(c)
-                if isinstance(c, cst.Name) and self._is_load(c, n):
-                    self.loads.setdefault(c.value, []).append(c)
+                if isinstance(c, cst.Name):
+                    names.append((c, n))
+        for c, n in reversed(names):
+            if c not in stores and self._is_load(c, n):
+                self.loads.setdefault(c.value, []).append(c)
 
     @staticmethod
     def _is_load(name: cst.Name, parent: cst.CSTNode) -> bool:
@@ -215,6 +235,8 @@ class FunctionUsage:
                     return "read back on the host"
                 if log_call(call):
                     return "only logged"
+                if isinstance(f, cst.Attribute) and f.attr.value == "fill_":
+                    return "a 0-dim fill value"  # `fill_` takes a 0-dim CPU tensor on any device
                 if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "torch" \
                         and p.keyword is None:
                     return self.host_position(call)  # `torch.exp(torch.empty(1).uniform_()).item()`
@@ -300,8 +322,13 @@ class FunctionUsage:
             return p.targets[0].target.value, p
         return None
 
-    def host_only(self, call: cst.CSTNode) -> Optional[str]:
-        """Why ``call``'s value, directly or through the name it is bound to, stays on the host."""
+    def host_only(self, call: cst.CSTNode, follow_return=None) -> Optional[str]:
+        """Why ``call``'s value, directly or through the name it is bound to, stays on the host.
+
+        ``follow_return(position)`` (optional) answers for a value the function returns
+        (``position`` -1: returned whole, k: element k of a returned tuple): why the
+        callers keep it on the host, or None.
+        """
         call = self.chain_top(call)
         why = self.host_position(call)
         if why is not None:
@@ -318,10 +345,46 @@ class FunctionUsage:
         reasons = set()
         for u in uses:
             r = self.host_position(u) or self._iterated(u)
+            if r is None and follow_return is not None:
+                pos = self._returned_at(u)
+                r = follow_return(pos) if pos is not None else None
             if r is None:
                 return None
             reasons.add(r)
         return " and ".join(sorted(reasons))
+
+    def name_host_only(self, name: str) -> bool:
+        """Every read of ``name`` here is a host use (indexing, a condition, logging, ...)."""
+        uses = self.loads.get(name, [])
+        return bool(uses) and all(self.host_position(u) or self._iterated(u) for u in uses)
+
+    def _returned_at(self, name: cst.Name) -> Optional[int]:
+        p = self._up(name)
+        if isinstance(p, cst.Return):
+            return -1
+        if isinstance(p, cst.Element) and isinstance(self._up(p), cst.Tuple) and isinstance(
+                self._up(self._up(p)), cst.Return):
+            return list(self._up(p).elements).index(p)
+        return None
+
+    def call_targets(self, method: str, pos: int) -> list:
+        """For each call ``self.<method>(...)`` / ``Cls.<method>(...)`` here: the name that
+        receives the returned value at ``pos`` (-1: whole), or None when it is used otherwise."""
+        out = []
+        for n in self.parent:
+            if not (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                    and n.func.attr.value == method and isinstance(n.func.value, cst.Name)):
+                continue
+            p = self._up(n)
+            tgt = p.targets[0].target if isinstance(p, cst.Assign) and len(p.targets) == 1 else None
+            if pos == -1 and isinstance(tgt, cst.Name):
+                out.append(tgt.value)
+            elif pos >= 0 and isinstance(tgt, (cst.Tuple, cst.List)) and pos < len(tgt.elements) \
+                    and isinstance(tgt.elements[pos].value, cst.Name):
+                out.append(tgt.elements[pos].value.value)
+            else:
+                out.append(None)
+        return out
 
     def _iterated(self, name: cst.Name) -> Optional[str]:
         p = self._up(name)
