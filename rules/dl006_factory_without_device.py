@@ -221,6 +221,10 @@ class FactoryWithoutDevice(Rule):
             seen.add(m)
             todo.extend(calls.get(m, ()))
         seen.discard("__init__")
+        # a method memoised by a cache decorator (`functools.lru_cache`, `cache`) runs once per key
+        seen -= {n for n, fn in methods.items() if any(
+            "cache" in (self.ctx.module.code_for_node(d.decorator).split("(")[0].rsplit(".", 1)[-1]).lower()
+            for d in fn.decorators)}
         self._per_call[node] = seen
 
     # ---- context marks --------------------------------------------------------------------
@@ -280,7 +284,7 @@ class FactoryWithoutDevice(Rule):
                     u = usage_of(stmt)
                     names += [(u, n) for n in u.call_targets(method.name.value, pos)]
             if names and all(n is not None and u.name_host_only(n) for u, n in names):
-                return "read on the host by its callers"
+                return "read on the host or placed by its callers"
             return None
         return follow
 

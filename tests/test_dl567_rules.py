@@ -284,3 +284,28 @@ class Jitter(nn.Module):
     assert codes_at(src, "DL006") == [(17, "DL006")]
     used = src.replace("img = img + i", "img = img + probs")  # `probs` meets the input
     assert codes_at(used, "DL006") == [(9, "DL006"), (17, "DL006")]
+
+
+def test_dl006_values_placed_by_every_caller_or_cached_are_not_flagged():
+    src = """\
+import functools
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def make_mask(self, n):
+        mask = torch.triu(torch.ones(n, n), diagonal=1)
+        return mask
+
+    @functools.lru_cache(maxsize=8)
+    def table(self, n):
+        return torch.arange(n)
+
+    def forward(self, x):
+        mask = self.make_mask(x.size(0)).to(x.device)
+        return x @ mask + self.table(3).sum()
+"""
+    assert codes_at(src, "DL006") == []
+    unplaced = src.replace("self.make_mask(x.size(0)).to(x.device)", "self.make_mask(x.size(0))")
+    assert codes_at(unplaced, "DL006") == [(8, "DL006")]

@@ -34,6 +34,7 @@ CAST_METHODS = frozenset({
     "cauchy_", "zero_",
 })
 MOVES = frozenset({"to", "cuda", "type_as"})
+PLACED = "<placed by the caller>"  # a call_targets() entry: the caller moves the value at once
 # calls whose arguments only reach the host: printing and logging
 _LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
                         r"set_postfix|set_description|write|update_metrics|record)$")
@@ -306,6 +307,10 @@ class FunctionUsage:
             if isinstance(p, cst.Subscript) and p.value is node:
                 node = p  # `torch.randperm(n)[:k]`
                 continue
+            call = self._up(p)
+            if isinstance(p, cst.Arg) and isinstance(call, cst.Call) and _torch_unary(call, p):
+                node = call  # `torch.triu(torch.ones(n, n), diagonal=1)`: a new host tensor from it alone
+                continue
             if not (isinstance(p, cst.Attribute) and p.value is node and p.attr.value in CAST_METHODS):
                 return node
             call = self._up(p)
@@ -355,6 +360,8 @@ class FunctionUsage:
 
     def name_host_only(self, name: str) -> bool:
         """Every read of ``name`` here is a host use (indexing, a condition, logging, ...)."""
+        if name == PLACED:
+            return True
         uses = self.loads.get(name, [])
         return bool(uses) and all(self.host_position(u) or self._iterated(u) for u in uses)
 
@@ -376,6 +383,9 @@ class FunctionUsage:
                     and n.func.attr.value == method and isinstance(n.func.value, cst.Name)):
                 continue
             p = self._up(n)
+            if pos == -1 and isinstance(p, cst.Attribute) and p.attr.value in MOVES:
+                out.append(PLACED)  # `self.make_mask(n).to(x.device)`: the caller places it
+                continue
             tgt = p.targets[0].target if isinstance(p, cst.Assign) and len(p.targets) == 1 else None
             if pos == -1 and isinstance(tgt, cst.Name):
                 out.append(tgt.value)
@@ -417,6 +427,18 @@ class FunctionUsage:
                     if _is_move_of(small, name):
                         return True
         return False
+
+
+def _torch_unary(call: cst.Call, arg: cst.Arg) -> bool:
+    """``torch.<fn>(arg, kw=<number>...)``: ``arg`` is the only tensor input."""
+    f = call.func
+    if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "torch"):
+        return False
+    if not call.args or call.args[0] is not arg or arg.keyword is not None or arg.star:
+        return False
+    return all(isinstance(a.value, (cst.Integer, cst.Float)) or (
+        isinstance(a.value, cst.UnaryOperation) and isinstance(a.value.expression, (cst.Integer, cst.Float)))
+        for a in call.args[1:])
 
 
 def _is_move_of(small: cst.CSTNode, name: str) -> bool:
