@@ -34,6 +34,8 @@ CAST_METHODS = frozenset({
     "cauchy_", "zero_",
 })
 MOVES = frozenset({"to", "cuda", "type_as"})
+_SCALAR_ARG_METHODS = frozenset({"fill_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
+                                 "log_normal_", "cauchy_", "geometric_"})
 PLACED = "<placed by the caller>"  # a call_targets() entry: the caller moves the value at once
 # calls whose arguments only reach the host: printing and logging
 _LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
@@ -236,8 +238,8 @@ class FunctionUsage:
                     return "read back on the host"
                 if log_call(call):
                     return "only logged"
-                if isinstance(f, cst.Attribute) and f.attr.value == "fill_":
-                    return "a 0-dim fill value"  # `fill_` takes a 0-dim CPU tensor on any device
+                if isinstance(f, cst.Attribute) and f.attr.value in _SCALAR_ARG_METHODS:
+                    return "a Python number argument"  # `fill_(v)`, `uniform_(a, b)`: read as numbers
                 if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "torch" \
                         and p.keyword is None:
                     return self.host_position(call)  # `torch.exp(torch.empty(1).uniform_()).item()`
