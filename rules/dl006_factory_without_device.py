@@ -268,7 +268,8 @@ class FactoryWithoutDevice(Rule):
             if node in self._exempt:  # marked by an enclosing subscript visited earlier
                 continue
             use = usage_of(method)
-            if use.moved_next(node) or use.host_only(node, self._callers_keep_on_host(method, cls)):
+            if use.moved_next(node) or use.placed_later(node) or \
+                    use.host_only(node, self._callers_keep_on_host(method, cls)):
                 continue  # placed by the next statement / only logged, indexed, read back on the host
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")

@@ -309,3 +309,21 @@ class Net(nn.Module):
     assert codes_at(src, "DL006") == []
     unplaced = src.replace("self.make_mask(x.size(0)).to(x.device)", "self.make_mask(x.size(0))")
     assert codes_at(unplaced, "DL006") == [(8, "DL006")]
+
+
+def test_dl006_a_table_filled_on_the_host_and_returned_placed_is_not_flagged():
+    src = """\
+import torch
+from torch import nn
+
+
+class Attn(nn.Module):
+    def forward(self, x):
+        rel = torch.zeros(1, 4, 4, 3)
+        ind = x.new_ones(4, 4)
+        rel[:, :, :, 0] = ind
+        return x + rel.to(device=x.device, dtype=x.dtype).sum()
+"""
+    assert codes_at(src, "DL006") == []
+    mixed = src.replace("rel[:, :, :, 0] = ind", "rel = rel + x.sum()")
+    assert codes_at(mixed, "DL006") == [(7, "DL006")]

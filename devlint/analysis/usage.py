@@ -36,6 +36,7 @@ CAST_METHODS = frozenset({
 MOVES = frozenset({"to", "cuda", "type_as"})
 _SCALAR_ARG_METHODS = frozenset({"fill_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
                                  "log_normal_", "cauchy_", "geometric_"})
+_METADATA = frozenset({"shape", "ndim", "dtype", "device", "size", "dim", "numel", "is_cuda"})
 PLACED = "<placed by the caller>"  # a call_targets() entry: the caller moves the value at once
 # calls whose arguments only reach the host: printing and logging
 _LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
@@ -359,6 +360,32 @@ class FunctionUsage:
                 return None
             reasons.add(r)
         return " and ".join(sorted(reasons))
+
+    def placed_later(self, call: cst.CSTNode) -> bool:
+        """``t = factory(...)``, filled in place on the host, then only used moved
+        (``t[:, 0] = ...; return t.to(device)``): it meets device tensors placed."""
+        bound = self.bound_name(self.chain_top(call))
+        if bound is None:
+            return False
+        name, assign = bound
+        if name in _assigned_elsewhere(self.root, name, assign):
+            return False
+        uses = self.loads.get(name, [])
+        moved = False
+        for u in uses:
+            p = self._up(u)
+            if isinstance(p, cst.Attribute) and p.value is u:
+                if p.attr.value in MOVES and isinstance(self._up(p), cst.Call):
+                    moved = True
+                    continue
+                if p.attr.value in _METADATA:
+                    continue
+            if isinstance(p, cst.Subscript) and p.value is u and isinstance(self._up(p), cst.AssignTarget):
+                continue  # `t[i] = v`: filled in place
+            if self.host_position(u) or self._iterated(u):
+                continue
+            return False
+        return moved
 
     def name_host_only(self, name: str) -> bool:
         """Every read of ``name`` here is a host use (indexing, a condition, logging, ...)."""
