@@ -63,7 +63,10 @@ class FactoryWithoutDevice(Rule):
     (`idx = torch.arange(n)` then `if x.is_cuda: idx = idx.cuda()`). Values that are right
     on the host are not flagged either: a factory (or the name it is bound to) only used
     as an index or slice, iterated in Python, read back with `.item()`/`.tolist()`/`int()`,
-    logged, or returned in a metrics dict (`devlint/analysis/usage.py`).
+    logged, or returned in a metrics dict (`devlint/analysis/usage.py`); a returned value
+    every caller in the class reads on the host or places at once; a table filled in
+    place and only used moved (`t.to(device)`); methods memoised by a `*cache*`
+    decorator.
 
     ## Why is this bad?
     The factory creates the tensor on the CPU (or the default device) on every call,
