@@ -51,13 +51,25 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
+    if len(args) > 1 and isinstance(args[-2].comma, cst.Comma):
+        sep = args[-2].comma
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        sep = cst.Comma(whitespace_after=call.whitespace_before_args)  # `f(\n    a\n)`: one per line
+    else:
+        sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if isinstance(sep.whitespace_after, cst.SimpleWhitespace) and sep.whitespace_after.value == "":
+        sep = sep.with_changes(whitespace_after=cst.SimpleWhitespace(" "))  # never `,device=`
     if isinstance(last.comma, cst.Comma):
-        sep = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else \
-            cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         args[-1] = last.with_changes(comma=sep)
         new = new.with_changes(comma=last.comma)
+    elif isinstance(last.whitespace_after_arg, cst.ParenthesizedWhitespace):
+        # `f(a,\n  b\n)`: the new argument goes on its own line, before the line break of `)`
+        if not isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace):
+            sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
     else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args[-1] = last.with_changes(comma=sep)
     args.append(new)
     return call.with_changes(args=args)
 

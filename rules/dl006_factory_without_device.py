@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
+from devlint.analysis.usage import factory_of_chain, is_zero_dim, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -55,8 +56,17 @@ class FactoryWithoutDevice(Rule):
     read on the host (`.to(...)`, `.cuda()`, `.cpu()`, `.type_as(x)`, `.tolist()`,
     `.item()`: DL007 handles the moves), a factory used directly as an index
     (`x[torch.arange(n)]`: CUDA tensors accept CPU index tensors), and
-    `torch.tensor(<python scalar>)` (a 0-dim CPU tensor mixes with CUDA tensors in
-    arithmetic, so it is not a device bug).
+    `torch.tensor(<python scalar>)` and other 0-dim tensors (`torch.zeros(())`: a 0-dim
+    CPU tensor mixes with CUDA tensors in arithmetic, so it is not a device bug).
+    Casts between the factory and its move keep it placed
+    (`torch.arange(n).long().cuda()`), and so does a move on the next statement
+    (`idx = torch.arange(n)` then `if x.is_cuda: idx = idx.cuda()`). Values that are right
+    on the host are not flagged either: a factory (or the name it is bound to) only used
+    as an index or slice, iterated in Python, read back with `.item()`/`.tolist()`/`int()`,
+    logged, or returned in a metrics dict (`devlint/analysis/usage.py`); a returned value
+    every caller in the class reads on the host or places at once; a table filled in
+    place and only used moved (`t.to(device)`); methods memoised by a `*cache*`
+    decorator.
 
     ## Why is this bad?
     The factory creates the tensor on the CPU (or the default device) on every call,
@@ -120,6 +130,14 @@ class FactoryWithoutDevice(Rule):
         "    def forward(self, x, y=torch.zeros(3)):\n        return x + y\n",
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, g):\n        return x + torch.rand(3, generator=g)\n",
+        # cast, then placed at once; placed by the next statement
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        i = torch.arange(x.size(0)).long().cuda()\n"
+        "        j = torch.arange(4)\n        if x.is_cuda:\n            j = j.cuda()\n        return x[i] + j\n",
+        # right on the host: 0-dim, an index via a name, logged, a metrics dict
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        cols = torch.arange(2)\n        y = x[:, cols] * torch.zeros(())\n"
+        "        print(torch.ones(1))\n        return {'out': y, 'n': torch.tensor(len(x))}\n",
     ]
     INVALID = [
         Invalid(
@@ -206,6 +224,10 @@ class FactoryWithoutDevice(Rule):
             seen.add(m)
             todo.extend(calls.get(m, ()))
         seen.discard("__init__")
+        # a method memoised by a cache decorator (`functools.lru_cache`, `cache`) runs once per key
+        seen -= {n for n, fn in methods.items() if any(
+            "cache" in (self.ctx.module.code_for_node(d.decorator).split("(")[0].rsplit(".", 1)[-1]).lower()
+            for d in fn.decorators)}
         self._per_call[node] = seen
 
     # ---- context marks --------------------------------------------------------------------
@@ -220,8 +242,10 @@ class FactoryWithoutDevice(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _PLACED_BY and isinstance(func.value, cst.Call):
-            self._exempt.add(func.value)
+        if isinstance(func, cst.Attribute) and func.attr.value in _PLACED_BY:
+            base = factory_of_chain(func.value)  # `torch.arange(n).long().cuda()`: the cast keeps it placed
+            if isinstance(base, cst.Call):
+                self._exempt.add(base)
         method, cls = self.t.method, self.t.cls
         if self._not_body or method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
             return
@@ -237,6 +261,8 @@ class FactoryWithoutDevice(Rule):
             return
         if factory == "tensor" and node.args and _is_python_scalar(node.args[0].value):
             return
+        if is_zero_dim(factory, node):
+            return  # a 0-dim CPU tensor mixes with CUDA tensors
         self._pending.append((node, factory, method, cls))
 
     # ---- decisions ----------------------------------------------------------------------
@@ -244,9 +270,27 @@ class FactoryWithoutDevice(Rule):
         for node, factory, method, cls in self._pending:
             if node in self._exempt:  # marked by an enclosing subscript visited earlier
                 continue
+            use = usage_of(method)
+            if use.moved_next(node) or use.placed_later(node) or \
+                    use.host_only(node, self._callers_keep_on_host(method, cls)):
+                continue  # placed by the next statement / only logged, indexed, read back on the host
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")
             self.report(node, msg, self._fix(node, factory, method, cls))
+
+    def _callers_keep_on_host(self, method: cst.FunctionDef, cls):
+        """For a value ``method`` returns: whether every caller in the class reads it on the host
+        (``probs = self.get_params()`` then ``if probs[i] <= p:``)."""
+        def follow(pos: int):
+            names = []
+            for stmt in cls.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt is not method:
+                    u = usage_of(stmt)
+                    names += [(u, n) for n in u.call_targets(method.name.value, pos)]
+            if names and all(n is not None and u.name_host_only(n) for u, n in names):
+                return "read on the host or placed by its callers"
+            return None
+        return follow
 
     def _tensor_arg(self, method: cst.FunctionDef, cls):
         p = method.params

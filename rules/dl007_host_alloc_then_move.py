@@ -5,11 +5,15 @@ import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import DEVICE_LESS_FACTORIES, dotted, string_value
+from devlint.facts import DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule, safe, unsafe
 
-FACTORIES = DEVICE_LESS_FACTORIES | {"as_tensor"}
+# `torch.tensor(data)` / `torch.as_tensor(data)` build from Python data on the host whatever
+# `device=` says (and then copy), so folding the move saves nothing: not flagged.
+FACTORIES = DEVICE_LESS_FACTORIES - {"tensor", "as_tensor"}
+# factories whose values are exact in any dtype: `.to(tensor)`'s cast can be folded as `dtype=`
+_EXACT_IN_ANY_DTYPE = frozenset({"zeros", "ones", "empty", "eye"})
 RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 _DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
 # `.to()` keywords that do not change what the folded factory must do
@@ -23,6 +27,8 @@ def device_evidence(facts, node: cst.BaseExpression) -> bool:
         return _DEVICE_STRING.fullmatch(s) is not None
     if isinstance(node, cst.Call):
         return facts.qualname(node.func) in ("torch.device", "torch.accelerator.current_accelerator")
+    if isinstance(node, cst.Attribute) and node.attr.value == "device":
+        return True  # `x.device`, `next(m.parameters()).device`
     d = dotted(node)
     if d is None:
         return False
@@ -32,15 +38,27 @@ def device_evidence(facts, node: cst.BaseExpression) -> bool:
     return "device" in last.lower() or last in ("dev",) or d in {dv.name for dv in facts.device_vars}
 
 
+def _size_args(factory: str) -> int:
+    """Positional arguments that are never a dtype (a generous bound: sizes / ranges / fill)."""
+    return 99 if factory in ("zeros", "ones", "empty", "rand", "randn", "eye") else 3
+
+
 class HostAllocThenMove(Rule):
     """
     ## What it does
     Flags a tensor factory called without `device=` whose result is moved straight to
-    a device: `torch.zeros(...).to(device)`, `torch.randn(...).cuda()`,
-    `torch.tensor(data).to("cuda")`, `torch.arange(n).to(x.device)`. A `.to(...)`
-    counts only when its argument is evidently a device (a device variable or
-    attribute, a device string, `torch.device(...)`, `device=`): `.to(torch.float16)`
-    and `.to(other_tensor)` are not flagged.
+    a device: `torch.zeros(...).to(device)`, `torch.randn(...).cuda()` (host noise or
+    labels drawn in a loop and moved, too), `torch.arange(n).to(x.device)`,
+    `torch.ones(n).to(next(m.parameters()).device)`, and `torch.zeros(n).to(x)` for a
+    tensor `x`. A `.to(...)` counts only when its argument is evidently a device (a
+    device variable or attribute, `<expr>.device`, a device string, `torch.device(...)`,
+    `device=`) or a tensor the file shows to be one: `.to(torch.float16)` is not flagged.
+
+    Only factories that *compute* their values (`zeros`, `ones`, `full`, `empty`,
+    `arange`, `eye`, `linspace`, `rand*`, ...) are flagged: they can write directly on
+    the device. `torch.tensor(data)` / `torch.as_tensor(data)` are not: built from
+    Python data, `torch.tensor(data, device=d)` also fills a host buffer and copies it,
+    so there is no copy to save.
 
     ## Why is this bad?
     The tensor is allocated and filled in host memory, then copied to the device:
@@ -61,8 +79,13 @@ class HostAllocThenMove(Rule):
 
     ## Fix safety
     Folding the move into the factory's `device=` is safe for deterministic factories
-    (`zeros`, `ones`, `full`, `arange`, `eye`, `tensor`, ...): the values, dtype and
-    device are the same, minus one copy. `.cuda()` becomes `device=<device variable>`
+    (`zeros`, `ones`, `full`, `arange`, `eye`, `linspace`, ...): the values, dtype and
+    device are the same, minus one host allocation and one copy.
+    `.to(x)` with a tensor `x` also casts to `x.dtype`, so its fold passes both
+    `dtype=x.dtype, device=x.device`: safe for `zeros`/`ones`/`empty`/`eye` (exact in
+    any dtype), unsafe for the others (`arange`/`linspace`/`full` then compute in the
+    target dtype, which can round differently); a factory that already picks a dtype
+    is reported without a fix. `.cuda()` becomes `device=<device variable>`
     (reused, or inserted after the imports as DL002 does), so the folded code also
     runs on a CPU-only machine; `.cuda(i)` with an index is reported without a fix.
     The fix is unsafe for random factories (`rand`, `randn`, `randint`, `randperm`,
@@ -82,7 +105,11 @@ class HostAllocThenMove(Rule):
     VALID = [
         "import torch\nx = torch.zeros(3, device='cuda')\n",
         "import torch\nx = torch.zeros(3).to(torch.float16)\n",
-        "import torch\ny = torch.ones(2)\nx = torch.zeros(3).to(y)\n",
+        # built from Python data: `device=` would copy just the same
+        "import torch\nx = torch.tensor([1.0, 2.0]).to('cpu')\ny = torch.as_tensor([1, 2]).cuda()\n",
+        "import torch\ndef f(data, x):\n    return torch.tensor(data, dtype=torch.long).to(x.device)\n",
+        # `.to(y)` with `y` of unknown kind (a dtype? a tensor?): no guess
+        "import torch\ndef f(y):\n    return torch.zeros(3).to(y)\n",
         "import torch\nd = torch.device('cpu')\nx = torch.zeros(3, device=d).to(d)\n",
         "import torch\nx = torch.zeros(3, pin_memory=True).to('cpu', non_blocking=True)\n",
         "import torch\nimport numpy as np\nx = torch.from_numpy(np.ones(3)).to('cpu')\n",
@@ -99,8 +126,24 @@ class HostAllocThenMove(Rule):
             "x = torch.zeros(2, 3, device=device)\n",
         ),
         Invalid(
-            "import torch\nx = torch.tensor([1.0, 2.0], dtype=torch.float64).to('cpu', non_blocking=True)\n",
-            "import torch\nx = torch.tensor([1.0, 2.0], dtype=torch.float64, device='cpu')\n",
+            "import torch\nx = torch.ones(2, dtype=torch.float64).to('cpu', non_blocking=True)\n",
+            "import torch\nx = torch.ones(2, dtype=torch.float64, device='cpu')\n",
+        ),
+        # `.to(tensor)`: device and dtype both come from `y`
+        Invalid(
+            "import torch\ny = torch.ones(2)\nx = torch.zeros(3).to(y)\n",
+            "import torch\ny = torch.ones(2)\nx = torch.zeros(3, dtype=y.dtype, device=y.device)\n",
+        ),
+        Invalid(
+            "import torch\ny = torch.ones(2)\nx = torch.arange(3).to(y)\n",
+            "import torch\ny = torch.ones(2)\nx = torch.arange(3, dtype=y.dtype, device=y.device)\n",
+            unsafe=True,
+        ),
+        Invalid("import torch\ny = torch.ones(2)\nx = torch.zeros(3, dtype=torch.int64).to(y)\n"),
+        # the device of a model's parameters
+        Invalid(
+            "import torch\ndef f(m, n):\n    return torch.zeros(n).to(next(m.parameters()).device)\n",
+            "import torch\ndef f(m, n):\n    return torch.zeros(n, device=next(m.parameters()).device)\n",
         ),
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    x = torch.ones(4).cuda()\n",
@@ -154,6 +197,9 @@ class HostAllocThenMove(Rule):
             device = dev_kw.value
         elif pos and device_evidence(self.facts, pos[0].value):
             device = pos[0].value
+        elif len(node.args) == 1 and pos and self.facts.kind_of(pos[0].value, self.t.scope, self.t.cls) in (TENSOR, PARAM):
+            self._to_tensor(node, inner, factory, pos[0].value)
+            return
         else:
             return  # .to(dtype) / .to(tensor) / unknown: not evidently a device move
         rest_pos = pos[1:] if dev_kw is None else pos
@@ -168,6 +214,19 @@ class HostAllocThenMove(Rule):
         new = with_keyword(inner, "device", device)
         self.report(node, msg, self._make_fix(factory, inner, {node: new}, None))
 
+    def _to_tensor(self, node: cst.Call, inner: cst.Call, factory: str, other: cst.BaseExpression) -> None:
+        """``torch.zeros(n).to(x)``: moved to ``x``'s device and cast to ``x``'s dtype."""
+        text = self.ctx.module.code_for_node(other)
+        msg = (f"`torch.{factory}(...)` is allocated on the host and then copied to `{text}`'s device; "
+               f"pass `dtype={text}.dtype, device={text}.device` to the factory")
+        if keyword(inner, "dtype") is not None or any(a.keyword is None for a in inner.args[_size_args(factory):]):
+            self.report(node, msg)  # the factory picks a dtype of its own (maybe positionally): no fix
+            return
+        new = with_keyword(inner, "dtype", cst.Attribute(other, cst.Name("dtype")))
+        new = with_keyword(new, "device", cst.Attribute(other, cst.Name("device")))
+        extra = [] if factory in _EXACT_IN_ANY_DTYPE else ["the values are computed in the target dtype"]
+        self.report(node, msg, self._make_fix(factory, inner, {node: new}, None, extra))
+
     # ---- .cuda() ----------------------------------------------------------------------
     def _cuda(self, node: cst.Call, inner: cst.Call, factory: str) -> None:
         indexed = positional_count(node) > 0 or keyword(node, "device") is not None
@@ -181,8 +240,8 @@ class HostAllocThenMove(Rule):
         self.report(node, msg, self._make_fix(factory, inner, {node: new}, choice))
 
     # ---- helpers ----------------------------------------------------------------------
-    def _make_fix(self, factory: str, inner: cst.Call, replacements: dict, choice):
-        reasons = []
+    def _make_fix(self, factory: str, inner: cst.Call, replacements: dict, choice, extra=()):
+        reasons = list(extra)
         if factory in RANDOM:
             reasons.append("a GPU draws different random numbers")
         rg = keyword(inner, "requires_grad")

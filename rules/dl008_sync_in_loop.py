@@ -6,31 +6,21 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.accumulators import ReplaceIn, arith_path, contains, count_name, initialised_before, short
+from devlint.analysis.loops import Loop, LoopFrames, every_iteration
+from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_logged, only_reads, usage_of
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule, unsafe
-from devlint.walk import children
 
 _OPTIMIZER_NAME = re.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
 _LOADER_NAME = re.compile(r"loader", re.I)
-_NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
 _ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange"})
 _TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
                      "timeit.default_timer", "torch.cuda.Event"})
-_ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 # What a sync is called in messages.
 _WHAT = {"item": "`.item()`", "tolist": "`.tolist()`", "cpu": "`.cpu()`", "print": "`print(tensor)`",
          "sync": "`torch.cuda.synchronize()`"}
-
-
-@dataclass(eq=False)
-class _Loop:
-    node: cst.CSTNode
-    fn: Optional[cst.CSTNode]
-    suite: cst.CSTNode  # the IndentedBlock / Module whose body holds the loop
-    step: bool = False  # calls backward()/optimizer.step() in its own body
-    eval: bool = False  # iterates a data loader under no_grad / inference_mode
-    timed: bool = False  # reads a clock: synchronize() is there to time the step
 
 
 @dataclass(eq=False)
@@ -43,9 +33,10 @@ class _Candidate:
     stmt: Optional[cst.CSTNode]  # its line
     scope: Optional[cst.CSTNode]
     cls: Optional[cst.CSTNode]
+    in_log: bool = False  # an argument of print / logger.* / set_postfix: per-step logging
 
 
-class SyncInLoop(Rule):
+class SyncInLoop(LoopFrames, Rule):
     """
     ## What it does
     Flags a device-to-host synchronisation that runs on every iteration of a training
@@ -61,7 +52,13 @@ class SyncInLoop(Rule):
     must reach the host; a sync under an `if` inside the
     loop (logging every N steps); `.cpu()` results appended to a list (collecting
     outputs on the host bounds GPU memory); `synchronize()` in a loop that reads a
-    clock (timing needs it); anything after the loop.
+    clock (timing needs it); anything after the loop. Also not flagged (issues 15/16):
+    a file that never mentions a device (a CPU-only script), batch values the loop never
+    moves (`y.sum().item()` for `for x, y in loader`), `.tolist()` outputs collected into
+    a list (predictions for a metric), any sync in a loop that times each batch with a
+    clock, and a value re-read after the iteration already synced on it. A sync inside
+    `print`/logging calls is advised "log every N steps"; nested syncs in one expression
+    give one finding.
 
     ## Why is this bad?
     CUDA runs asynchronously: the Python loop queues work and races ahead. Reading a
@@ -107,267 +104,90 @@ class SyncInLoop(Rule):
 
     VALID = [
         # the value steers control flow: it must reach the host
-        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
         "    if loss.item() < 1e-3:\n        break\n",
-        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
         "    v = loss.item()\n    if v != v:\n        raise ValueError('nan')\n",
         # logging every N steps
-        "import torch\nfor step, x in enumerate(data):\n    loss = model(x).sum()\n    loss.backward()\n"
+        "import torch\nmodel.cuda()\nfor step, x in enumerate(data):\n    loss = model(x).sum()\n    loss.backward()\n"
         "    if step % 100 == 0:\n        print(step, loss.item())\n",
         # after the loop
-        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\nprint(loss.item())\n",
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\nprint(loss.item())\n",
         # not a training loop
-        "import torch\nfor x in data:\n    print(x.sum().item())\n",
+        "import torch\nmodel.cuda()\nfor x in data:\n    print(x.sum().item())\n",
         # a per-epoch sync (the step loop is the inner one)
-        "import torch\nfor epoch in range(3):\n    for x in data:\n        model(x).sum().backward()\n"
+        "import torch\nmodel.cuda()\nfor epoch in range(3):\n    for x in data:\n        model(x).sum().backward()\n"
         "        opt.step()\n    print(epoch, evaluate().item())\n",
         # collecting outputs on the host in an eval loop
-        "import torch\nwith torch.no_grad():\n    for x in loader:\n        preds.append(model(x).argmax(1).cpu())\n",
+        "import torch\nmodel.cuda()\nwith torch.no_grad():\n    for x in loader:\n        preds.append(model(x).argmax(1).cpu())\n",
         # checked by a test assertion
-        "import torch\nfor x in data:\n    model(x).sum().backward()\n"
+        "import torch\nmodel.cuda()\nfor x in data:\n    model(x).sum().backward()\n"
         "    self.assertEqual(model.weight.grad.sum().item(), 3.0)\n    fns[0](x)\n    get()(x)\n",
         # timing needs the synchronize
-        "import time, torch\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
+        "import time, torch\nmodel.cuda()\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
         "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - t0)\n",
+        # a CPU-only script: nothing ever waits for a device
+        "import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    total += loss.item()\n",
+        # batch values the loop never moves are on the host already
+        "import torch\nmodel.cuda()\nfor x, y in train_loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
+        "    seen += y.sum().item()\n    labels.extend(y.tolist())\n",
+        # host predictions collected per step for a metric
+        "import torch\nmodel.cuda()\nwith torch.no_grad():\n    for x in val_loader:\n"
+        "        preds.extend(model(x).argmax(1).tolist())\n",
+        # per-batch timing with time.time(): the loop pays for the sync on purpose
+        "import time, torch\nmodel.cuda()\nfor x in data:\n    t0 = time.time()\n    loss = model(x).sum()\n"
+        "    loss.backward()\n    total += loss.item()\n    times.append(time.time() - t0)\n",
+        # re-read after a sync in the same iteration (the first read steers control flow)
+        "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    if loss.item() > 1e3:\n        break\n    total += loss.item()\n",
     ]
     INVALID = [
         Invalid(
-            "import torch\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    opt.step()\n    total += loss.item()\nprint(total)\n",
-            "import torch\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    opt.step()\n    total += loss.detach()\ntotal = torch.as_tensor(total).item()\nprint(total)\n",
             unsafe=True,
         ),
         Invalid(
-            "import torch\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
+            "import torch\nmodel.cuda()\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
             "    hits = 0\n    for x, y in val_loader:\n        hits += (model(x).argmax(1) == y).sum().item()\n"
             "    return hits\n",
-            "import torch\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
+            "import torch\nmodel.cuda()\n@torch.no_grad()\ndef evaluate(model, val_loader):\n    correct, seen = 0, 0\n"
             "    hits = 0\n    for x, y in val_loader:\n        hits += (model(x).argmax(1) == y).sum().detach()\n"
             "    hits = torch.as_tensor(hits).item()\n    return hits\n",
             unsafe=True,
         ),
         Invalid(
-            "import torch\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    losses.append(loss.item())\n",
-            "import torch\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "import torch\nmodel.cuda()\nlosses = []\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    losses.append(loss.detach())\nlosses = [v.item() for v in losses]\n",
             unsafe=True,
         ),
         # read inside the loop: report only
-        Invalid("import torch\ntotal = 0.0\nfor i, x in enumerate(data):\n    loss = model(x).sum()\n"
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\ntotal = 0.0\nfor i, x in enumerate(data):\n    loss = model(x).sum()\n"
                 "    loss.backward()\n    total += loss.item()\n    pbar.set_postfix(avg=total / (i + 1))\n"),
-        Invalid("import torch\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n"),
-        Invalid("import torch\nfor x in data:\n    model(x).sum().backward()\n    optimizer.step()\n"
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n"),
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\nfor x in data:\n    model(x).sum().backward()\n    optimizer.step()\n"
                 "    torch.cuda.synchronize()\n"),
-        Invalid("import torch\nwith torch.inference_mode():\n    for x in test_loader:\n"
+        Invalid("import torch\nmodel.cuda()\nmodel.cuda()\nwith torch.inference_mode():\n    for x in test_loader:\n"
                 "        scores = model(x).softmax(-1).cpu().numpy()\n        report(scores)\n"),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.frames: list = []  # ("loop", _Loop) / ("cond", guard?) / ("fn", nograd?) / ("nograd",)
-        self.suites: list = []  # IndentedBlock / Module stack
-        self.loops: dict = {}  # loop node -> _Loop
-        self.test_depth = 0
-        self.test_names: dict = {}  # loop node -> names read in tests inside it
-        self.smalls: list = []  # innermost simple statements
+        self.init_frames()
         self.candidates: list[_Candidate] = []
         self.optimizers: set = set()
         self.loaders: set = set()
         self.collected: set = set()  # calls inside `.append(...)` / `.extend(...)` arguments
         self.numpy_cpu: set = set()  # `.cpu()` calls followed by `.numpy()`
-        self.with_nograd: dict = {}
         self.assert_calls: set = set()  # `self.assertEqual(...)` & co: a test, like `assert`
+        self.log_calls: list = []  # enclosing print / logging calls
 
-    # ---- context ---------------------------------------------------------------------------
-    def _fn_loops(self) -> list:
-        out = []
-        for f in reversed(self.frames):
-            if f[0] == "fn":
-                break
-            if f[0] == "loop":
-                out.append(f[1])
-        return out
-
-    def _in_nograd(self) -> bool:
-        for f in reversed(self.frames):
-            if f[0] == "nograd":
-                return True
-            if f[0] == "fn":
-                return f[1]
-        return False
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self.suites.append(node)
-
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.suites.append(node)
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.suites.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        nograd = False
-        for dec in node.decorators:
-            d = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-            if self.facts.qualname(d) in _NO_GRAD:
-                nograd = True
-        self.frames.append(("fn", nograd))
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.frames.pop()
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.frames.append(("fn", False))
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
-        self.frames.pop()
-
-    def visit_With(self, node: cst.With) -> None:
-        ng = False
-        for item in node.items:
-            e = item.item
-            if isinstance(e, cst.Call) and self.facts.qualname(e.func) in _NO_GRAD:
-                ng = True
-        self.with_nograd[node] = ng
-        if ng:
-            self.frames.append(("nograd",))
-
-    def leave_With(self, node: cst.With) -> None:
-        if self.with_nograd.pop(node, False):
-            self.frames.pop()
-
-    # loops
-    def _loader_like(self, it: cst.BaseExpression) -> bool:
-        while isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _ITER_WRAPPERS:
-            if not it.args:
-                return False
-            it = it.args[0].value
-        d = dotted(it)
-        if d is None:
-            return False
-        return d in self.loaders or bool(_LOADER_NAME.search(d.rsplit(".", 1)[-1]))
-
-    def _push_loop(self, node) -> None:
-        lp = self.loops.get(node)
-        if lp is None:
-            lp = _Loop(node, None, self.suites[-1])
-            self.loops[node] = lp
-        self.frames.append(("loop", lp))
-
-    def visit_For(self, node: cst.For) -> None:
-        lp = _Loop(node, None, self.suites[-1])
-        lp.eval = self._in_nograd() and self._loader_like(node.iter)
-        self.loops[node] = lp
-
-    def visit_For_body(self, node: cst.For) -> None:
-        self._push_loop(node)
-
-    def leave_For_body(self, node: cst.For) -> None:
-        self.frames.pop()
-
-    def visit_While_test(self, node: cst.While) -> None:
-        self._push_loop(node)
-        self.test_depth += 1
-
-    def leave_While_test(self, node: cst.While) -> None:
-        self.test_depth -= 1
-        self.frames.pop()
-
-    def visit_While_body(self, node: cst.While) -> None:
-        self._push_loop(node)
-
-    def leave_While_body(self, node: cst.While) -> None:
-        self.frames.pop()
-
-    # conditions: a sync below one does not run every iteration; a sync in a test steers flow
-    def _cond(self, guard: bool = False) -> None:
-        self.frames.append(("cond", guard))
-
-    def _uncond(self) -> None:
-        self.frames.pop()
-
-    def visit_If_test(self, node: cst.If) -> None:
-        self.test_depth += 1
-
-    def leave_If_test(self, node: cst.If) -> None:
-        self.test_depth -= 1
-
-    def visit_If_body(self, node: cst.If) -> None:
-        self._cond(self.facts.guard_polarity(node.test) == 1)
-
-    def leave_If_body(self, node: cst.If) -> None:
-        self._uncond()
-
-    def visit_If_orelse(self, node: cst.If) -> None:
-        self._cond()
-
-    def leave_If_orelse(self, node: cst.If) -> None:
-        self._uncond()
-
-    def visit_IfExp_test(self, node: cst.IfExp) -> None:
-        self.test_depth += 1
-
-    def leave_IfExp_test(self, node: cst.IfExp) -> None:
-        self.test_depth -= 1
-
-    def visit_IfExp_body(self, node: cst.IfExp) -> None:
-        self._cond()
-
-    def leave_IfExp_body(self, node: cst.IfExp) -> None:
-        self._uncond()
-
-    def visit_IfExp_orelse(self, node: cst.IfExp) -> None:
-        self._cond()
-
-    def leave_IfExp_orelse(self, node: cst.IfExp) -> None:
-        self._uncond()
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        self.test_depth += 1
-
-    def leave_Assert(self, node: cst.Assert) -> None:
-        self.test_depth -= 1
-
-    def visit_For_orelse(self, node: cst.For) -> None:
-        self._cond()
-
-    def leave_For_orelse(self, node: cst.For) -> None:
-        self._uncond()
-
-    def visit_While_orelse(self, node: cst.While) -> None:
-        self._cond()
-
-    def leave_While_orelse(self, node: cst.While) -> None:
-        self._uncond()
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        self._cond()
-
-    def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        self._uncond()
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self._cond()
-
-    def leave_Return(self, node: cst.Return) -> None:
-        self._uncond()
-
-    def visit_Raise(self, node: cst.Raise) -> None:
-        self._cond()
-
-    def leave_Raise(self, node: cst.Raise) -> None:
-        self._uncond()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if self.test_depth:
-            for lp in self._fn_loops():
-                self.test_names.setdefault(lp.node, set()).add(node.value)
-
-    # simple statements
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self.smalls.append(node)
+    # ---- DL008's hooks into LoopFrames ------------------------------------------------------
+    def on_assign(self, node: cst.Assign) -> None:
         v = node.value
         if isinstance(v, cst.Call):
             q = self.facts.qualname(v.func) or ""
@@ -380,24 +200,22 @@ class SyncInLoop(Rule):
                 if q.endswith("DataLoader"):
                     self.loaders.add(d)
 
-    def leave_Assign(self, node: cst.Assign) -> None:
-        self.smalls.pop()
+    def loop_is_eval(self, node: cst.For) -> bool:
+        return self.in_nograd() and self._loader_like(node.iter)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.smalls.append(node)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.smalls.pop()
-
-    def visit_Expr(self, node: cst.Expr) -> None:
-        self.smalls.append(node)
-
-    def leave_Expr(self, node: cst.Expr) -> None:
-        self.smalls.pop()
+    def _loader_like(self, it: cst.BaseExpression) -> bool:
+        while isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _ITER_WRAPPERS:
+            if not it.args:
+                return False
+            it = it.args[0].value
+        d = dotted(it)
+        if d is None:
+            return False
+        return d in self.loaders or bool(_LOADER_NAME.search(d.rsplit(".", 1)[-1]))
 
     # ---- evidence and candidates ---------------------------------------------------------
     def _mark(self, attr: str) -> None:
-        loops = self._fn_loops()
+        loops = self.fn_loops()
         if loops:
             setattr(loops[0], attr, True)
 
@@ -406,18 +224,23 @@ class SyncInLoop(Rule):
         return d is not None and (d in self.optimizers or bool(_OPTIMIZER_NAME.search(d.rsplit(".", 1)[-1])))
 
     def _candidate(self, kind: str, node: cst.Call) -> None:
-        if not self._fn_loops():
+        if not self.fn_loops():
             return
         small = self.smalls[-1] if self.smalls else None
+        in_log = any(c is not node for c in self.log_calls)
         self.candidates.append(_Candidate(kind, node, tuple(self.frames), self.test_depth > 0, small,
-                                          self.t.statement, self.t.scope, self.t.cls))
+                                          self.t.statement, self.t.scope, self.t.cls, in_log))
 
     def leave_Call(self, node: cst.Call) -> None:
         if node in self.assert_calls:
             self.test_depth -= 1
+        if self.log_calls and self.log_calls[-1] is node:
+            self.log_calls.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if log_call(node):
+            self.log_calls.append(node)
         last = func.attr.value if isinstance(func, cst.Attribute) else (
             func.value if isinstance(func, cst.Name) else "")
         if last.startswith("assert"):
@@ -430,14 +253,14 @@ class SyncInLoop(Rule):
             elif q == "torch.cuda.synchronize":
                 self._candidate("sync", node)
             elif q in _TIMERS:
-                for lp in self._fn_loops():
+                for lp in self.fn_loops():
                     lp.timed = True
             return
         if isinstance(func, cst.Name):
             if func.value == "print" and "print" not in self.facts.bound_names and node.args:
                 self._candidate("print", node)
             elif func.value in ("perf_counter", "default_timer"):
-                for lp in self._fn_loops():
+                for lp in self.fn_loops():
                     lp.timed = True
             return
         if not isinstance(func, cst.Attribute):
@@ -488,38 +311,44 @@ class SyncInLoop(Rule):
             else:
                 return False
 
-    def _sync_loop(self, c: _Candidate) -> Optional[_Loop]:
+    def _sync_loop(self, c: _Candidate) -> Optional[Loop]:
         """The innermost training/eval loop around ``c`` if ``c`` runs on each of its iterations."""
-        frames = list(c.frames)
-        for i in range(len(frames) - 1, -1, -1):
-            f = frames[i]
-            if f[0] == "fn":
-                return None
-            if f[0] == "loop" and (f[1].step or f[1].eval):
-                below = frames[i + 1:]
-                if any(g[0] == "cond" and not g[1] for g in below):
-                    return None
-                return f[1]
-        return None
+        return every_iteration(c.frames, lambda lp: lp.step or lp.eval)
 
     def finish(self) -> None:
+        if not may_touch_device(self.facts.source):
+            return  # a CPU-only script: no value ever waits for a device
         groups: dict = {}  # loop node -> [(candidate, edit)]
+        reported: list = []  # (candidate, message)
+        read: dict = {}  # loop node -> [(frames, receiver text)] synced earlier in the iteration
         for c in self.candidates:
             lp = self._sync_loop(c)
-            if lp is None or c.in_test:
+            if lp is None:
                 continue
+            text = self._receiver_text(c)
+            earlier = read.setdefault(lp.node, [])
+            again = bool(text) and any(text <= t and c.frames[:len(f)] == f for f, t in earlier)
+            earlier.append((c.frames, text))
+            if c.in_test or again or lp.timed:
+                continue  # steers control flow / re-read after a sync / the loop times itself on purpose
             names = set()
-            if isinstance(c.small, cst.Assign) and _contains(c.small.value, c.node):
+            if isinstance(c.small, cst.Assign) and contains(c.small.value, c.node):
                 names = {dotted(t.target) for t in c.small.targets}
-            elif isinstance(c.small, cst.AugAssign) and _contains(c.small.value, c.node):
+            elif isinstance(c.small, cst.AugAssign) and contains(c.small.value, c.node):
                 names = {dotted(c.small.target)}
             if names:
                 if names & self.test_names.get(lp.node, set()):
                     continue  # the value is tested in the loop: it steers control flow
+                if isinstance(c.small, cst.Assign) and only_logged(usage_of(lp.node), names):
+                    c.in_log = True  # `v = loss.item(); print(v)`: per-step logging
             msg = self._message(c, lp)
-            if msg is None:
-                continue
-            edit = self._edit(c, lp) if c.kind == "item" else None
+            if msg is not None:
+                reported.append((c, msg, lp))
+        # one finding per expression: `(p.cpu() == y.cpu()).sum().item()` is reported once
+        reported = [(c, m, lp) for c, m, lp in reported
+                    if not any(o is not c and o.stmt is c.stmt and contains(o.node, c.node) for o, _, _ in reported)]
+        for c, msg, lp in reported:
+            edit = self._edit(c, lp) if c.kind == "item" and not c.in_log else None
             if edit is not None:
                 groups.setdefault(lp.node, []).append((c, edit))
             else:
@@ -529,22 +358,45 @@ class SyncInLoop(Rule):
             for c, _ in items:
                 self.report(c.node, self._message(c, self.loops[loop_node]), fix)
 
-    def _message(self, c: _Candidate, lp: _Loop) -> Optional[str]:
+    def _receiver_text(self, c: _Candidate) -> frozenset:
+        """The synced values' source text (``loss`` for ``loss.item()`` / ``print(f"{loss}")``)."""
+        code = self.ctx.module.code_for_node
+        if c.kind in ("item", "tolist", "cpu"):
+            return frozenset({code(c.node.func.value)})
+        out = set()
+        if c.kind == "print":
+            for a in c.node.args:
+                v = a.value
+                if isinstance(v, (cst.Name, cst.Attribute)):
+                    out.add(code(v))
+                elif isinstance(v, cst.FormattedString):
+                    out |= {code(p.expression) for p in v.parts if isinstance(p, cst.FormattedStringExpression)}
+        return frozenset(out)
+
+    def _message(self, c: _Candidate, lp: Loop) -> Optional[str]:
         where = "training" if lp.step else "evaluation"
         func = c.node.func
         if c.kind in ("item", "tolist", "cpu"):
             recv = func.value
+            if only_reads(recv, host_loop_names(lp.node)):
+                return None  # a batch value the loop never moves: it is on the host already
+            if c.kind in ("cpu", "tolist") and c.node in self.collected:
+                return None  # host outputs collected per step (predictions for a metric)
             if c.kind == "cpu":
-                if c.node in self.collected or not (c.node in self.numpy_cpu or self._tensor_evidence(c, recv)):
+                if not (c.node in self.numpy_cpu or self._tensor_evidence(c, recv)):
                     return None
             elif self._not_a_tensor(c, recv):
                 return None
-            text = _short(self.ctx.module.code_for_node(recv))
+            text = short(self.ctx.module.code_for_node(recv))
+            if c.in_log:
+                return (f"`{text}.{c.kind}()` logged on every iteration of the {where} loop waits for the "
+                        "device each step; log every N steps")
             return (f"`{text}.{c.kind}()` waits for the device on every iteration of the {where} loop; "
                     "keep the value on the device and read it once after the loop")
         if c.kind == "print":
             shown = [a.value for a in c.node.args if a.keyword is None]
-            if not any(self._prints_tensor(c, a) for a in shown):
+            hosts = host_loop_names(lp.node)
+            if not any(self._prints_tensor(c, a) and not only_reads(a, hosts) for a in shown):
                 return None
             return (f"`print` of a tensor waits for the device on every iteration of the {where} loop; "
                     "log every N steps or after the loop")
@@ -564,7 +416,7 @@ class SyncInLoop(Rule):
         return False
 
     # ---- the fix --------------------------------------------------------------------------
-    def _edit(self, c: _Candidate, lp: _Loop):
+    def _edit(self, c: _Candidate, lp: Loop):
         """(accumulator, "sum"/"list") when ``c`` is only summed or appended, else None."""
         inner = [f for f in c.frames if f[0] == "loop"]
         if not inner or inner[-1][1] is not lp:
@@ -572,7 +424,7 @@ class SyncInLoop(Rule):
         small = c.small
         acc = None
         if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign):
-            if isinstance(small.target, cst.Name) and _arith_path(small.value, c.node):
+            if isinstance(small.target, cst.Name) and arith_path(small.value, c.node):
                 acc, how = small.target.value, "sum"
         elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             call = small.value
@@ -582,13 +434,13 @@ class SyncInLoop(Rule):
                 acc, how = f.value.value, "list"
         if acc is None or c.stmt is None or not any(s is small for s in c.stmt.body):
             return None
-        if not _initialised_before(lp, acc, how):
+        if not initialised_before(lp.suite, lp.node, acc, how):
             return None
-        if _count_name(lp.node, acc) != 1:
+        if count_name(lp.node, acc) != 1:
             return None  # read (or written) elsewhere in the loop
         return (acc, how, c.node)
 
-    def _fix(self, lp: _Loop, edits: list):
+    def _fix(self, lp: Loop, edits: list):
         t, needs_torch = torch_ref(self.facts)
         repl = {}
         after = []
@@ -598,90 +450,7 @@ class SyncInLoop(Rule):
                     else f"{acc} = [v.item() for v in {acc}]\n")
             if line not in after:
                 after.append(line)
-        new_loop = lp.node.visit(_ReplaceIn(repl))
+        new_loop = lp.node.visit(ReplaceIn(repl))
         stmts = [cst.parse_statement(line) for line in after]
         return unsafe("accumulate on the device and read the value once after the loop",
                       {lp.node: cst.FlattenSentinel([new_loop, *stmts])}, needs_torch_import=needs_torch)
-
-
-class _ReplaceIn(cst.CSTTransformer):
-    def __init__(self, replacements: dict) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):
-        return self.replacements.get(original_node, updated_node)
-
-
-def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
-    stack = [tree]
-    while stack:
-        n = stack.pop()
-        if n is target:
-            return True
-        stack.extend(children(n, trivia=False))
-    return False
-
-
-def _count_name(tree: cst.CSTNode, name: str) -> int:
-    n = 0
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value == name:
-            n += 1
-        stack.extend(children(node, trivia=False))
-    return n
-
-
-def _arith_path(expr: cst.BaseExpression, call: cst.Call) -> bool:
-    """``expr`` is ``call`` or arithmetic (+ - * /) with ``call`` as an operand."""
-    if expr is call:
-        return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITH):
-        return _arith_path(expr.left, call) or _arith_path(expr.right, call)
-    return False
-
-
-def _is_number(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        node = node.expression
-    return isinstance(node, (cst.Integer, cst.Float))
-
-
-def _initialised_before(lp: _Loop, acc: str, how: str) -> bool:
-    """The last statement before the loop (same block) that binds ``acc`` sets it to a literal."""
-    body = list(lp.suite.body)
-    idx = next((i for i, s in enumerate(body) if s is lp.node), None)
-    if idx is None:
-        return False
-    for stmt in reversed(body[:idx]):
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            if _count_name(stmt, acc):
-                return False
-            continue
-        for small in reversed(stmt.body):
-            if isinstance(small, cst.Assign):
-                for t in small.targets:
-                    tgt = t.target
-                    if isinstance(tgt, cst.Name) and tgt.value == acc:
-                        v = small.value
-                        return _is_number(v) if how == "sum" else (isinstance(v, cst.List) and not v.elements)
-                    if isinstance(tgt, (cst.Tuple, cst.List)) and _count_name(tgt, acc):
-                        # `loss_sum, correct = 0.0, 0`
-                        v = small.value
-                        if not (isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(tgt.elements)):
-                            return False
-                        for te, ve in zip(tgt.elements, v.elements):
-                            if isinstance(te.value, cst.Name) and te.value.value == acc:
-                                return _is_number(ve.value) if how == "sum" else (
-                                    isinstance(ve.value, cst.List) and not ve.value.elements)
-                        return False
-            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and _count_name(small.target, acc):
-                return False
-    return False
-
-
-def _short(text: str, n: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 3] + "..."

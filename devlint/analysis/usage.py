@@ -1,0 +1,507 @@
+"""What a value is used for, and whether it ever reaches a device (issues 15/16).
+
+Shared questions for the allocation and sync rules (DL006, DL007, DL008), answered from
+the CST alone (never by importing torch):
+
+* ``factory_of_chain``: the factory call under ``torch.arange(n).long().cuda()`` (casts
+  and shape methods between a factory and its move do not change where it lives);
+* ``is_zero_dim``: ``torch.zeros(())``, ``torch.tensor(3.0)``: a 0-dim CPU tensor mixes
+  with CUDA tensors, so it is no device bug;
+* ``FunctionUsage.host_only``: a value that is only logged, returned in a metrics dict,
+  read back with ``.item()``/``int()``, or consumed by Python indexing/slicing;
+* ``FunctionUsage.moved_next``: ``idx = torch.arange(n)`` followed at once by
+  ``idx = idx.cuda()`` (possibly under ``if x.is_cuda:``);
+* ``may_touch_device``: a file that never mentions a device (a CPU-only script);
+* ``host_loop_names``: loop targets of a loader never moved in the loop body.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from devlint.walk import children
+
+# methods between a factory and its move that keep the tensor where it is
+CAST_METHODS = frozenset({
+    "long", "int", "float", "double", "half", "bfloat16", "bool", "byte", "char", "short", "type",
+    "view", "reshape", "unsqueeze", "squeeze", "expand", "repeat", "t", "transpose", "flatten",
+    "contiguous", "clone", "detach", "requires_grad_", "fill_", "mul", "add", "sub", "div",
+    # in-place fills return the tensor itself
+    "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
+    "cauchy_", "zero_",
+})
+MOVES = frozenset({"to", "cuda", "type_as"})
+_SCALAR_ARG_METHODS = frozenset({"fill_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
+                                 "log_normal_", "cauchy_", "geometric_"})
+_METADATA = frozenset({"shape", "ndim", "dtype", "device", "size", "dim", "numel", "is_cuda"})
+PLACED = "<placed by the caller>"  # a call_targets() entry: the caller moves the value at once
+# calls whose arguments only reach the host: printing and logging
+_LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
+                        r"set_postfix|set_description|write|update_metrics|record)$")
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "norm", "std", "var", "round", "log",
+                         "exp", "abs", "sqrt", "floor", "ceil", "clamp"})
+_HOST_BUILTINS = frozenset({"int", "float", "len", "range", "bool", "str", "list", "tuple", "enumerate",
+                            "zip", "round", "print"})
+_DEVICE_WORDS = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|distributed")
+
+
+def factory_of_chain(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``torch.arange(n).long().view(-1)`` -> ``torch.arange(n)`` (the receiver under casts)."""
+    while (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+           and node.func.attr.value in CAST_METHODS):
+        node = node.func.value
+    return node
+
+
+def _is_empty_shape(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Tuple, cst.List)) and not node.elements
+
+
+def is_zero_dim(factory: str, call: cst.Call) -> bool:
+    """``torch.zeros(())``, ``torch.full([], v)``, ``torch.scalar_tensor(v)``: a 0-dim tensor."""
+    if factory == "scalar_tensor":
+        return True
+    pos = [a for a in call.args if a.keyword is None and not a.star]
+    size = next((a for a in call.args if a.keyword is not None and a.keyword.value == "size"), None)
+    first = pos[0].value if pos else (size.value if size is not None else None)
+    if factory in ("zeros", "ones", "empty", "full", "rand", "randn"):
+        return first is not None and _is_empty_shape(first)
+    return False
+
+
+def may_touch_device(source: bytes) -> bool:
+    """False for a file that never names a device, `.cuda`, `.to(` or a launcher: CPU only."""
+    return _DEVICE_WORDS.search(source) is not None
+
+
+def _names(node: cst.CSTNode) -> set:
+    """Names read in ``node`` (attribute names excluded)."""
+    out, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.add(n.value)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)
+            continue
+        stack.extend(children(n, trivia=False))
+    return out
+
+
+def _target_names(target: cst.CSTNode) -> set:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out = set()
+        for e in target.elements:
+            out |= _target_names(e.value)
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _store_names(target: cst.CSTNode, out: set) -> None:
+    if isinstance(target, cst.Name):
+        out.add(target)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for e in target.elements:
+            _store_names(e.value, out)
+    elif isinstance(target, cst.StarredElement):
+        _store_names(target.value, out)
+
+
+def _assigned_names(tree: cst.CSTNode) -> set:
+    out, stack = set(), [tree]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                out |= _target_names(t.target)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+            out |= _target_names(n.target)
+        elif isinstance(n, (cst.For, cst.CompFor)):
+            out |= _target_names(n.target)
+        elif isinstance(n, cst.NamedExpr):
+            out |= _target_names(n.target)
+        stack.extend(children(n, trivia=False))
+    return out
+
+
+def host_loop_names(loop: cst.CSTNode) -> set:
+    """Targets of ``for x, y in loader`` that the body never rebinds (never moved to a device)."""
+    if not isinstance(loop, cst.For):
+        return set()
+    return _target_names(loop.target) - _assigned_names(loop.body)
+
+
+def only_reads(expr: cst.BaseExpression, names: set) -> bool:
+    """Every name ``expr`` reads is in ``names`` (builtins aside) and it calls no model."""
+    read = _names(expr)
+    return bool(read) and read <= names | _HOST_BUILTINS and not _moves(expr)
+
+
+def _moves(expr: cst.CSTNode) -> bool:
+    """``expr`` contains ``.cuda()`` / ``.to(...)``: part of it may be on a device."""
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in MOVES:
+            return True
+        stack.extend(children(n, trivia=False))
+    return False
+
+
+def log_call(call: cst.Call) -> bool:
+    f = call.func
+    last = f.attr.value if isinstance(f, cst.Attribute) else (f.value if isinstance(f, cst.Name) else "")
+    return bool(_LOG_NAMES.match(last))
+
+
+def only_logged(usage: "FunctionUsage", names: set) -> bool:
+    """Every read of ``names`` in ``usage``'s tree is an argument of a print / logging call."""
+    loads = [u for n in names if n for u in usage.loads.get(n, ())]
+    return bool(loads) and all(usage.host_position(u) == "only logged" for u in loads)
+
+
+class FunctionUsage:
+    """Parent links and name loads of one function (or module) body, built on first use."""
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        self.root = root
+        self.parent: dict = {}
+        self.loads: dict = {}  # name -> [Name nodes read]
+        stores: set = set()  # Name nodes bound by an assignment / loop target (`a, b = ...`)
+        names = []
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Assign):
+                for t in n.targets:
+                    _store_names(t.target, stores)
+            elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+                _store_names(n.target, stores)
+            for c in children(n, trivia=False):
+                self.parent[c] = n
+                stack.append(c)
+                if isinstance(c, cst.Name):
+                    names.append((c, n))
+        for c, n in reversed(names):
+            if c not in stores and self._is_load(c, n):
+                self.loads.setdefault(c.value, []).append(c)
+
+    @staticmethod
+    def _is_load(name: cst.Name, parent: cst.CSTNode) -> bool:
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            return False
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AugAssign, cst.AnnAssign))
+                                                     and parent.target is name):
+            return False
+        if isinstance(parent, (cst.Arg, cst.Param)) and (parent.keyword is name if isinstance(parent, cst.Arg)
+                                                           else parent.name is name):
+            return False
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        return True
+
+    # ---- one expression's use -------------------------------------------------------------
+    def _up(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.parent.get(node)
+
+    def host_position(self, node: cst.BaseExpression) -> Optional[str]:
+        """Why the value of ``node`` (an expression) only reaches the host, or None."""
+        child, p = node, self._up(node)
+        if isinstance(p, (cst.BinaryOperation, cst.UnaryOperation)):
+            return self.host_position(p)  # `torch.arange(n) / 4`, `-torch.rand(1)`: same tensor kind
+        if isinstance(p, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)) or (
+                isinstance(p, (cst.If, cst.While, cst.IfExp, cst.Assert)) and p.test is child):
+            return self._condition(child)
+        if isinstance(p, (cst.Index, cst.Slice)):
+            return "consumed by Python indexing"
+        if isinstance(p, cst.Subscript) and p.value is child:
+            return self.host_position(p)  # `torch.randperm(n)[:k]`: a slice of the same tensor
+        if isinstance(p, cst.Attribute) and p.value is child:
+            call = self._up(p)
+            if isinstance(call, cst.Call) and call.func is p:
+                if p.attr.value in ("item", "tolist", "numpy"):
+                    return "read back on the host"
+                if p.attr.value in _REDUCTIONS or p.attr.value in CAST_METHODS:
+                    return self.host_position(call)  # `torch.ones(n).sum().item()`
+            return None
+        if isinstance(p, cst.Arg):
+            call = self._up(p)
+            if isinstance(call, cst.Call):
+                f = call.func
+                if isinstance(f, cst.Name) and f.value in _HOST_BUILTINS:
+                    return "read back on the host"
+                if log_call(call):
+                    return "only logged"
+                if isinstance(f, cst.Attribute) and f.attr.value in _SCALAR_ARG_METHODS:
+                    return "a Python number argument"  # `fill_(v)`, `uniform_(a, b)`: read as numbers
+                if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "torch" \
+                        and p.keyword is None:
+                    return self.host_position(call)  # `torch.exp(torch.empty(1).uniform_()).item()`
+                if isinstance(f, cst.Attribute) and f.attr.value == "update" and isinstance(f.value, cst.Name) \
+                        and isinstance(child, cst.Dict) and self._returned(f.value.value):
+                    return "returned in a metrics dict" if self._string_keys(child) else None
+            return None
+        if isinstance(p, cst.Element) and isinstance(self._up(p), cst.Tuple):
+            return self.host_position(self._up(p))  # `{"op": (torch.linspace(...), True)}`
+        if isinstance(p, cst.FormattedStringExpression):
+            return "only logged"
+        if isinstance(p, cst.DictElement) and p.value is child:
+            d = self._up(p)
+            if isinstance(d, cst.Dict) and self._metrics_dict(d):
+                return "returned in a metrics dict"
+            if isinstance(d, cst.Dict) and self._string_keys(d):
+                return self.host_position(d)  # `s.update({...})` of a returned dict
+        return None
+
+    def _condition(self, node: cst.CSTNode) -> Optional[str]:
+        """``node`` only feeds a Python condition (``if torch.rand(1) < p:``)."""
+        child, p = node, self._up(node)
+        while isinstance(p, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation)):
+            child, p = p, self._up(p)
+        if isinstance(p, (cst.If, cst.While, cst.IfExp, cst.Assert)) and p.test is child:
+            return "steers Python control flow"
+        return None
+
+    def _returned(self, name: str) -> bool:
+        """``name`` is returned (alone or as an element of a returned tuple)."""
+        for u in self.loads.get(name, ()):
+            p = self._up(u)
+            if isinstance(p, cst.Element) and isinstance(self._up(p), cst.Tuple):
+                p = self._up(self._up(p))
+            if isinstance(p, cst.Return):
+                return True
+        return False
+
+    @staticmethod
+    def _string_keys(d: cst.Dict) -> bool:
+        return all(isinstance(e, cst.DictElement) and isinstance(e.key, (cst.SimpleString, cst.ConcatenatedString))
+                   for e in d.elements)
+
+    def _metrics_dict(self, d: cst.Dict) -> bool:
+        """A dict display with string keys that is returned, logged or stored as logs/metrics."""
+        if not all(isinstance(e, cst.DictElement) and isinstance(e.key, (cst.SimpleString, cst.ConcatenatedString))
+                   for e in d.elements):
+            return False
+        p = self._up(d)
+        if isinstance(p, cst.Return):
+            return True
+        if isinstance(p, cst.Arg) and isinstance(self._up(p), cst.Call) and log_call(self._up(p)):
+            return True
+        if isinstance(p, cst.Assign):
+            names = set()
+            for t in p.targets:
+                names |= _target_names(t.target)
+            if any(self._returned(n) for n in names):
+                return True  # `s = {...}; ...; return s`
+            return any(re.search(r"log|metric|stat|info|result|out", n, re.I) for n in names)
+        return False
+
+    def chain_top(self, node: cst.CSTNode) -> cst.CSTNode:
+        """``torch.arange(n)`` inside ``torch.arange(n).long()`` -> the whole cast chain."""
+        while True:
+            p = self._up(node)
+            if isinstance(p, cst.Subscript) and p.value is node:
+                node = p  # `torch.randperm(n)[:k]`
+                continue
+            call = self._up(p)
+            if isinstance(p, cst.Arg) and isinstance(call, cst.Call) and _torch_unary(call, p):
+                node = call  # `torch.triu(torch.ones(n, n), diagonal=1)`: a new host tensor from it alone
+                continue
+            if not (isinstance(p, cst.Attribute) and p.value is node and p.attr.value in CAST_METHODS):
+                return node
+            call = self._up(p)
+            if not (isinstance(call, cst.Call) and call.func is p):
+                return node
+            node = call
+
+    # ---- a name's uses --------------------------------------------------------------------
+    def bound_name(self, call: cst.CSTNode) -> Optional[tuple]:
+        """(name, Assign) when ``call`` is the whole value of ``name = call``."""
+        p = self._up(call)
+        if isinstance(p, cst.Assign) and p.value is call and len(p.targets) == 1 \
+                and isinstance(p.targets[0].target, cst.Name):
+            return p.targets[0].target.value, p
+        return None
+
+    def host_only(self, call: cst.CSTNode, follow_return=None) -> Optional[str]:
+        """Why ``call``'s value, directly or through the name it is bound to, stays on the host.
+
+        ``follow_return(position)`` (optional) answers for a value the function returns
+        (``position`` -1: returned whole, k: element k of a returned tuple): why the
+        callers keep it on the host, or None.
+        """
+        call = self.chain_top(call)
+        why = self.host_position(call)
+        if why is not None:
+            return why
+        bound = self.bound_name(call)
+        if bound is None:
+            return None
+        name, assign = bound
+        if name in _assigned_elsewhere(self.root, name, assign):
+            return None
+        uses = self.loads.get(name, [])
+        if not uses:
+            return None
+        reasons = set()
+        for u in uses:
+            r = self.host_position(u) or self._iterated(u)
+            if r is None and follow_return is not None:
+                pos = self._returned_at(u)
+                r = follow_return(pos) if pos is not None else None
+            if r is None:
+                return None
+            reasons.add(r)
+        return " and ".join(sorted(reasons))
+
+    def placed_later(self, call: cst.CSTNode) -> bool:
+        """``t = factory(...)``, filled in place on the host, then only used moved
+        (``t[:, 0] = ...; return t.to(device)``): it meets device tensors placed."""
+        bound = self.bound_name(self.chain_top(call))
+        if bound is None:
+            return False
+        name, assign = bound
+        if name in _assigned_elsewhere(self.root, name, assign):
+            return False
+        uses = self.loads.get(name, [])
+        moved = False
+        for u in uses:
+            p = self._up(u)
+            if isinstance(p, cst.Attribute) and p.value is u:
+                if p.attr.value in MOVES and isinstance(self._up(p), cst.Call):
+                    moved = True
+                    continue
+                if p.attr.value in _METADATA:
+                    continue
+            if isinstance(p, cst.Subscript) and p.value is u and isinstance(self._up(p), cst.AssignTarget):
+                continue  # `t[i] = v`: filled in place
+            if self.host_position(u) or self._iterated(u):
+                continue
+            return False
+        return moved
+
+    def name_host_only(self, name: str) -> bool:
+        """Every read of ``name`` here is a host use (indexing, a condition, logging, ...)."""
+        if name == PLACED:
+            return True
+        uses = self.loads.get(name, [])
+        return bool(uses) and all(self.host_position(u) or self._iterated(u) for u in uses)
+
+    def _returned_at(self, name: cst.Name) -> Optional[int]:
+        p = self._up(name)
+        if isinstance(p, cst.Return):
+            return -1
+        if isinstance(p, cst.Element) and isinstance(self._up(p), cst.Tuple) and isinstance(
+                self._up(self._up(p)), cst.Return):
+            return list(self._up(p).elements).index(p)
+        return None
+
+    def call_targets(self, method: str, pos: int) -> list:
+        """For each call ``self.<method>(...)`` / ``Cls.<method>(...)`` here: the name that
+        receives the returned value at ``pos`` (-1: whole), or None when it is used otherwise."""
+        out = []
+        for n in self.parent:
+            if not (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                    and n.func.attr.value == method and isinstance(n.func.value, cst.Name)):
+                continue
+            p = self._up(n)
+            if pos == -1 and isinstance(p, cst.Attribute) and p.attr.value in MOVES:
+                out.append(PLACED)  # `self.make_mask(n).to(x.device)`: the caller places it
+                continue
+            tgt = p.targets[0].target if isinstance(p, cst.Assign) and len(p.targets) == 1 else None
+            if pos == -1 and isinstance(tgt, cst.Name):
+                out.append(tgt.value)
+            elif pos >= 0 and isinstance(tgt, (cst.Tuple, cst.List)) and pos < len(tgt.elements) \
+                    and isinstance(tgt.elements[pos].value, cst.Name):
+                out.append(tgt.elements[pos].value.value)
+            else:
+                out.append(None)
+        return out
+
+    def _iterated(self, name: cst.Name) -> Optional[str]:
+        p = self._up(name)
+        if isinstance(p, (cst.For, cst.CompFor)) and p.iter is name:
+            return "iterated in Python"
+        return None
+
+    def moved_next(self, call: cst.CSTNode) -> bool:
+        """``n = factory(...)`` whose next statement moves ``n`` (``n = n.cuda()``, maybe under ``if``)."""
+        call = self.chain_top(call)
+        bound = self.bound_name(call)
+        if bound is None:
+            return False
+        name, assign = bound
+        line = self._up(assign)
+        block = self._up(line)
+        if not isinstance(line, cst.SimpleStatementLine) or block is None or not hasattr(block, "body"):
+            return False
+        body = list(block.body)
+        idx = next((i for i, s in enumerate(body) if s is line), None)
+        if idx is None or idx + 1 >= len(body):
+            return False
+        nxt = body[idx + 1]
+        stmts = [nxt]
+        if isinstance(nxt, cst.If):
+            stmts = list(nxt.body.body)
+        for s in stmts:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if _is_move_of(small, name):
+                        return True
+        return False
+
+
+def _torch_unary(call: cst.Call, arg: cst.Arg) -> bool:
+    """``torch.<fn>(arg, kw=<number>...)``: ``arg`` is the only tensor input."""
+    f = call.func
+    if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "torch"):
+        return False
+    if not call.args or call.args[0] is not arg or arg.keyword is not None or arg.star:
+        return False
+    return all(isinstance(a.value, (cst.Integer, cst.Float)) or (
+        isinstance(a.value, cst.UnaryOperation) and isinstance(a.value.expression, (cst.Integer, cst.Float)))
+        for a in call.args[1:])
+
+
+def _is_move_of(small: cst.CSTNode, name: str) -> bool:
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        return False
+    t, v = small.targets[0].target, factory_of_chain(small.value)
+    if not (isinstance(t, cst.Name) and t.value == name and isinstance(v, cst.Call)):
+        return False
+    f = v.func
+    return (isinstance(f, cst.Attribute) and f.attr.value in MOVES
+            and isinstance(factory_of_chain(f.value), cst.Name) and factory_of_chain(f.value).value == name)
+
+
+def _assigned_elsewhere(root: cst.CSTNode, name: str, assign: cst.Assign) -> set:
+    """{name} when ``name`` is bound anywhere in ``root`` besides ``assign``."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is not assign and isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
+            tgts = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(name in _target_names(t) for t in tgts):
+                return {name}
+        stack.extend(children(n, trivia=False))
+    return set()
+
+
+_CACHE: dict = {}
+
+
+def usage_of(root: cst.CSTNode) -> FunctionUsage:
+    """The (cached per node, for the current file) usage of a function or module body."""
+    u = _CACHE.get(id(root))
+    if u is None or u.root is not root:
+        if len(_CACHE) > 256:
+            _CACHE.clear()
+        u = _CACHE[id(root)] = FunctionUsage(root)
+    return u
