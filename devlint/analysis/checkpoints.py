@@ -1,0 +1,147 @@
+"""Checkpoint facts: which paths a file saves, from host or device values, and how loads are used.
+
+Computed once per module (no torch import, purely syntactic):
+
+* ``path_key(expr)``: a comparable key for a save/load path (a string literal's value or a
+  dotted name), None when the path is not statically known.
+* ``HostSaves(module)``: the keys of paths the file saves only from values that provably live
+  on the host: ``x.cpu()``, ``x.detach().cpu()``, or a plain name that nothing in the file ever
+  moves to a device (no ``name.cuda()`` / ``name.to(...)`` and not built by such a call).
+  A path also saved from a possibly-placed value is not a host save.
+* ``host_use(load_call, parents)``: the loaded value is used on the host right away
+  (``torch.load(p).numpy()``, ``.tolist()``) or fed to ``load_state_dict(..., assign=True)``.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Set
+
+import libcst as cst
+
+from devlint.facts import call_arg, dotted
+
+SAVERS = {"save"}  # torch.save / torch.jit.save / torch.serialization.save (attribute name)
+PLACERS = {"cuda", "to", "to_device", "to_empty"}
+HOST_USES = {"numpy", "tolist", "item"}
+
+
+def _string(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        try:
+            return str(expr.evaluated_value)
+        except Exception:  # pragma: no cover - bytes or odd prefixes
+            return None
+    return None
+
+
+def path_key(expr: cst.BaseExpression) -> Optional[str]:
+    s = _string(expr)
+    if s is not None:
+        return "str:" + s
+    d = dotted(expr)
+    if d is None:
+        return None
+    if d.endswith(".name"):
+        d = d[: -len(".name")]
+    return "name:" + d
+
+
+def _is_torch_save(call: cst.Call) -> bool:
+    d = dotted(call.func)
+    return d in ("torch.save", "torch.jit.save", "torch.serialization.save", "jit.save")
+
+
+def _host_value(expr: cst.BaseExpression, placed: Set[str]) -> bool:
+    """True when ``expr`` provably holds host tensors."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value == "cpu" and not expr.args:
+            return True
+        if expr.func.attr.value == "state_dict" and not expr.args:
+            return _host_value(expr.func.value, placed)
+        return False
+    d = dotted(expr)
+    if d is not None and "." not in d:
+        return d not in placed
+    return False
+
+
+class _Scan(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.placed: Set[str] = set()
+        self.saves: Dict[str, list] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in PLACERS:
+            d = dotted(f.value)
+            if d is not None:
+                self.placed.add(d.split(".")[0])
+        if _is_torch_save(node):
+            obj = call_arg(node, 0, "obj")
+            tgt = call_arg(node, 1, "f")
+            if obj is not None and tgt is not None:
+                key = path_key(tgt.value)
+                if key is not None:
+                    self.saves.setdefault(key, []).append(obj.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # ``net = Net().cuda()`` / ``x = batch.to(device)``: the targets are placed values
+        placed = _contains_placer(node.value)
+        if placed:
+            for t in node.targets:
+                d = dotted(t.target)
+                if d is not None:
+                    self.placed.add(d.split(".")[0])
+
+
+class _Placer(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in PLACERS:
+            self.found = True
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "device":
+                self.found = True
+
+
+def _contains_placer(expr: cst.BaseExpression) -> bool:
+    v = _Placer()
+    expr.visit(v)
+    return v.found
+
+
+class HostSaves:
+    """Paths this module saves only from host values."""
+
+    def __init__(self, module: cst.Module) -> None:
+        scan = _Scan()
+        module.visit(scan)
+        self.keys: Set[str] = {
+            k for k, objs in scan.saves.items() if objs and all(_host_value(o, scan.placed) for o in objs)
+        }
+
+    def holds_host(self, path: cst.BaseExpression) -> bool:
+        key = path_key(path)
+        return key is not None and key in self.keys
+
+
+def host_used_load(node: cst.CSTNode) -> Optional[cst.Call]:
+    """The call whose value ``node`` consumes on the host, if any.
+
+    ``torch.load(p).numpy()`` (node: the ``.numpy`` attribute) or
+    ``m.load_state_dict(torch.load(p), assign=True)`` (node: the outer call): the loaded tensors
+    are used where they were materialised, so the only map_location that cannot break them is
+    ``"cpu"``.
+    """
+    if isinstance(node, cst.Attribute) and node.attr.value in HOST_USES and isinstance(node.value, cst.Call):
+        return node.value
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "load_state_dict"):
+        assign = call_arg(node, None, "assign")
+        first = call_arg(node, 0, "state_dict")
+        if (assign is not None and isinstance(assign.value, cst.Name) and assign.value.value == "True"
+                and first is not None and isinstance(first.value, cst.Call)):
+            return first.value
+    return None
