@@ -873,13 +873,14 @@ class MissingDevicePlacement(Rule):
     def _report(self, module: cst.Module, first, choice) -> None:
         sc, node, name = first
         m = self.missing
+        dev = module.code_for_node(self.dev)  # the configured device name (--device-name / device-name)
         parts = ["a device variable"]
         if m["model"]:
-            parts.append(", ".join(f"`{n}.to(device)`" for n in dict.fromkeys(m["model"])))
+            parts.append(", ".join(f"`{n}.to({dev})`" for n in dict.fromkeys(m["model"])))
         if m["batches"]:
             parts.append(f"moving the batch in {m['batches']} loop{'s' if m['batches'] > 1 else ''}")
         if m["tensors"]:
-            parts.append(f"`device=` on {m['tensors']} new tensor{'s' if m['tensors'] > 1 else ''}")
+            parts.append(f"`device={dev}` on {m['tensors']} new tensor{'s' if m['tensors'] > 1 else ''}")
         if m["loads"]:
             parts.append("`map_location` on `torch.load`")
         if m["numpy"]:
