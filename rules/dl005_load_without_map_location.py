@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import HostSaves, host_used_load, path_key
+from devlint.analysis.checkpoints import HostSaves, host_used_load, is_library_module, path_key
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import call_arg
@@ -46,7 +46,13 @@ class LoadWithoutMapLocation(Rule):
     ## Fix safety
     The fix adds `map_location=<device>`: the enclosing function's own `map_location`
     parameter when it has one (it was being ignored), else its `device` parameter, else
-    the file's guarded device variable (inserted after the imports when missing).
+    the file's guarded device variable (inserted after the imports when missing; in a
+    library module, which has no `__main__` block and runs nothing at import, `"cpu"`
+    instead of a new import-time global). A load whose value is used on the host
+    (`torch.load(p).numpy()`, `load_state_dict(..., assign=True)`) gets `"cpu"`.
+    Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`,
+    a model never moved to a device) are not flagged: there is nothing to map
+    (facts: `devlint/analysis/checkpoints.py`).
     It is safe when the loaded object goes straight into `.load_state_dict(...)`:
     `load_state_dict` copies into the module's existing tensors, so where the
     checkpoint is materialised changes nothing but peak memory. Otherwise it is
@@ -95,6 +101,11 @@ class LoadWithoutMapLocation(Rule):
             "import torch\narr = torch.load('feats.pt').numpy()\n",
             "import torch\narr = torch.load('feats.pt', map_location=\"cpu\").numpy()\n",
             unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n",
+            "import torch\ndef restore(model, path):\n"
+            "    model.load_state_dict(torch.load(path, map_location=\"cpu\"))\n",
         ),
         Invalid(
             "import torch\ndef restore(model, path, device):\n"
@@ -218,4 +229,9 @@ class LoadWithoutMapLocation(Rule):
             for wanted in ("map_location", "device"):
                 if wanted in names and wanted not in rebound:
                     return cst.Name(wanted), applicability
-        return choose_device(self.ctx, prefer_input=False), applicability
+        choice = choose_device(self.ctx, prefer_input=False)
+        if choice.needs_var and fn is not None and is_library_module(self.ctx.module):
+            # a library module never gets a new import-time device global (issue 16 item 1):
+            # the host is the one place every machine has
+            return cst.SimpleString('"cpu"'), applicability
+        return choice, applicability
