@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import HostSaves, host_used_load, is_library_module, path_key
+from devlint.analysis.checkpoints import HostSaves, host_used_load, is_dataset_class, is_library_module, path_key
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import call_arg
@@ -84,6 +84,13 @@ class LoadWithoutMapLocation(Rule):
         "import torch\ndef cache(feats, p):\n    torch.save(feats.cpu(), p)\n"
         "def read(p):\n    return torch.load(p)\n",
         "import torch\ndef f():\n    torch.save(torch.zeros(2), 'c.pt')\n    return torch.load('c.pt')\n",
+        # a dataset's cache holds host data
+        "import torch\nfrom torch.utils.data import Dataset\nclass Cached(Dataset):\n"
+        "    def __init__(self, path):\n        self.data = torch.load(path)\n",
+        # the file writes only host values (a metadata tuple) and places nothing: its loads read them back
+        "import os\nimport torch\ndef parse(root, classes, wnids):\n"
+        "    torch.save((classes, wnids), os.path.join(root, 'meta.bin'))\n"
+        "def load_meta(file):\n    return torch.load(file)\n",
     ]
     INVALID = [
         # a path also saved from a placed model is not host-only
@@ -200,6 +207,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if self._round_trip(node) or self._host_saves.holds_host(node.args[0].value):
             return
+        if self._host_saves.host_only_file or is_dataset_class(self.t.cls):
+            return  # the file's own host caches, or a dataset's cache: host data, nothing to map
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:
             return
         value, applicability = self._location(node)

@@ -58,9 +58,25 @@ def _host_value(expr: cst.BaseExpression, placed: Set[str]) -> bool:
         if expr.func.attr.value == "state_dict" and not expr.args:
             return _host_value(expr.func.value, placed)
         return False
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return bool(expr.elements) and all(_host_value(e.value, placed) for e in expr.elements)
     d = dotted(expr)
     if d is not None and "." not in d:
         return d not in placed
+    return False
+
+
+DATASET_BASES = ("Dataset", "ImageFolder", "DatasetFolder", "DataModule")
+
+
+def is_dataset_class(cls: Optional[cst.ClassDef]) -> bool:
+    """A dataset (or data module) class: what it caches with torch.save/torch.load is host data."""
+    if cls is None:
+        return False
+    for b in cls.bases:
+        d = dotted(b.value) or ""
+        if d.rsplit(".", 1)[-1].endswith(DATASET_BASES):
+            return True
     return False
 
 
@@ -68,6 +84,8 @@ class _Scan(cst.CSTVisitor):
     def __init__(self) -> None:
         self.placed: Set[str] = set()
         self.saves: Dict[str, list] = {}
+        self.unknown_saves: list = []  # saves to a computed path
+        self.any_placer = False  # any .cuda()/.to()/device= in the file
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
@@ -75,6 +93,9 @@ class _Scan(cst.CSTVisitor):
             d = dotted(f.value)
             if d is not None:
                 self.placed.add(d.split(".")[0])
+        if (isinstance(f, cst.Attribute) and f.attr.value in PLACERS) or any(
+                a.keyword is not None and a.keyword.value == "device" for a in node.args):
+            self.any_placer = True
         if _is_torch_save(node):
             obj = call_arg(node, 0, "obj")
             tgt = call_arg(node, 1, "f")
@@ -82,6 +103,8 @@ class _Scan(cst.CSTVisitor):
                 key = path_key(tgt.value)
                 if key is not None:
                     self.saves.setdefault(key, []).append(obj.value)
+                else:
+                    self.unknown_saves.append(obj.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # ``net = Net().cuda()`` / ``x = batch.to(device)``: the targets are placed values
@@ -121,6 +144,10 @@ class HostSaves:
         self.keys: Set[str] = {
             k for k, objs in scan.saves.items() if objs and all(_host_value(o, scan.placed) for o in objs)
         }
+        # the file saves only host values and never places anything on a device: every
+        # checkpoint it reads back is one of its own host caches
+        every = [o for objs in scan.saves.values() for o in objs] + scan.unknown_saves
+        self.host_only_file = bool(every) and not scan.any_placer and all(_host_value(o, set()) for o in every)
 
     def holds_host(self, path: cst.BaseExpression) -> bool:
         key = path_key(path)
