@@ -50,8 +50,9 @@ class LoadWithoutMapLocation(Rule):
     library module, which has no `__main__` block and runs nothing at import, `"cpu"`
     instead of a new import-time global). A load whose value is used on the host
     (`torch.load(p).numpy()`, `load_state_dict(..., assign=True)`) gets `"cpu"`.
-    Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`,
-    a model never moved to a device) are not flagged: there is nothing to map
+    Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`;
+    a literal path written from a model never moved to a device) and loads in a
+    dataset class (a cache of host data) are not flagged: there is nothing to map
     (facts: `devlint/analysis/checkpoints.py`).
     It is safe when the loaded object goes straight into `.load_state_dict(...)`:
     `load_state_dict` copies into the module's existing tensors, so where the
@@ -87,12 +88,15 @@ class LoadWithoutMapLocation(Rule):
         # a dataset's cache holds host data
         "import torch\nfrom torch.utils.data import Dataset\nclass Cached(Dataset):\n"
         "    def __init__(self, path):\n        self.data = torch.load(path)\n",
-        # the file writes only host values (a metadata tuple) and places nothing: its loads read them back
-        "import os\nimport torch\ndef parse(root, classes, wnids):\n"
-        "    torch.save((classes, wnids), os.path.join(root, 'meta.bin'))\n"
-        "def load_meta(file):\n    return torch.load(file)\n",
     ]
     INVALID = [
+        # a value handed in from outside (a parameter) may live anywhere: not a host save
+        Invalid(
+            "import torch\ndef save(state, p):\n    torch.save(state, p)\ndef load(p):\n    return torch.load(p)\n",
+            "import torch\ndef save(state, p):\n    torch.save(state, p)\n"
+            "def load(p):\n    return torch.load(p, map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
         # a path also saved from a placed model is not host-only
         Invalid(
             "import torch\nfrom torch import nn\nnet = nn.Linear(2, 2).cuda()\ntorch.save(net, 'net.pkl')\n"
@@ -207,8 +211,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if self._round_trip(node) or self._host_saves.holds_host(node.args[0].value):
             return
-        if self._host_saves.host_only_file or is_dataset_class(self.t.cls):
-            return  # the file's own host caches, or a dataset's cache: host data, nothing to map
+        if is_dataset_class(self.t.cls):
+            return  # a dataset's cache: host data, nothing to map
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:
             return
         value, applicability = self._location(node)

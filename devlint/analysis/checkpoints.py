@@ -50,19 +50,41 @@ def _is_torch_save(call: cst.Call) -> bool:
     return d in ("torch.save", "torch.jit.save", "torch.serialization.save", "jit.save")
 
 
-def _host_value(expr: cst.BaseExpression, placed: Set[str]) -> bool:
-    """True when ``expr`` provably holds host tensors."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        if expr.func.attr.value == "cpu" and not expr.args:
-            return True
-        if expr.func.attr.value == "state_dict" and not expr.args:
-            return _host_value(expr.func.value, placed)
+_FACTORIES = {"zeros", "ones", "randn", "rand", "randint", "arange", "linspace", "tensor", "empty", "full",
+              "from_numpy", "as_tensor", "eye"}
+
+
+def _is_cpu_call(expr: cst.BaseExpression) -> bool:
+    return (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "cpu" and not expr.args)
+
+
+def _host_call(expr: cst.Call) -> bool:
+    """A call that builds a host value: ``x.cpu()``, ``Net()``, ``torch.zeros(...)`` without ``device=``."""
+    f = expr.func
+    if isinstance(f, cst.Attribute) and f.attr.value == "cpu" and not expr.args:
+        return True
+    if any(a.keyword is not None and a.keyword.value == "device" for a in expr.args):
         return False
+    d = dotted(f) or ""
+    last = d.rsplit(".", 1)[-1]
+    if d.startswith("torch.") and last in _FACTORIES:
+        return True
+    return bool(last) and last[:1].isupper() and not _contains_placer(expr)
+
+
+def _host_value(expr: cst.BaseExpression, placed: Set[str], binds: Optional[Dict[str, list]] = None) -> bool:
+    """True when ``expr`` provably holds host tensors: built on the host in this file, never placed."""
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "state_dict" and not expr.args:
+            return _host_value(expr.func.value, placed, binds)
+        return _host_call(expr)
     if isinstance(expr, (cst.Tuple, cst.List)):
-        return bool(expr.elements) and all(_host_value(e.value, placed) for e in expr.elements)
-    d = dotted(expr)
-    if d is not None and "." not in d:
-        return d not in placed
+        return bool(expr.elements) and all(_host_value(e.value, placed, binds) for e in expr.elements)
+    if isinstance(expr, cst.Name):
+        values = (binds or {}).get(expr.value)
+        return (expr.value not in placed and bool(values)
+                and all(isinstance(v, cst.Call) and _host_call(v) for v in values))
     return False
 
 
@@ -85,6 +107,7 @@ class _Scan(cst.CSTVisitor):
         self.placed: Set[str] = set()
         self.saves: Dict[str, list] = {}
         self.unknown_saves: list = []  # saves to a computed path
+        self.binds: Dict[str, list] = {}  # name -> every value assigned to it (None: unknown)
         self.any_placer = False  # any .cuda()/.to()/device= in the file
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -107,6 +130,12 @@ class _Scan(cst.CSTVisitor):
                     self.unknown_saves.append(obj.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.binds.setdefault(t.target.value, []).append(node.value)
+            else:  # tuple unpacking etc.: the name's value is not known
+                for n in _plain_names(t.target):
+                    self.binds.setdefault(n, []).append(None)
         # ``net = Net().cuda()`` / ``x = batch.to(device)``: the targets are placed values
         placed = _contains_placer(node.value)
         if placed:
@@ -114,6 +143,14 @@ class _Scan(cst.CSTVisitor):
                 d = dotted(t.target)
                 if d is not None:
                     self.placed.add(d.split(".")[0])
+
+
+def _plain_names(target: cst.BaseExpression) -> list:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _plain_names(e.value)]
+    return []
 
 
 class _Placer(cst.CSTVisitor):
@@ -141,13 +178,14 @@ class HostSaves:
     def __init__(self, module: cst.Module) -> None:
         scan = _Scan()
         module.visit(scan)
+        # a literal path written only from host values; a computed path (a name: which file
+        # it holds at load time is unknown) only when every save moves the value off the device
+        # explicitly (`torch.save(x.cpu(), p)`), the author's own statement that it is a host cache
         self.keys: Set[str] = {
-            k for k, objs in scan.saves.items() if objs and all(_host_value(o, scan.placed) for o in objs)
+            k for k, objs in scan.saves.items()
+            if objs and all(_host_value(o, scan.placed, scan.binds) for o in objs)
+            and (k.startswith("str:") or all(_is_cpu_call(o) for o in objs))
         }
-        # the file saves only host values and never places anything on a device: every
-        # checkpoint it reads back is one of its own host caches
-        every = [o for objs in scan.saves.values() for o in objs] + scan.unknown_saves
-        self.host_only_file = bool(every) and not scan.any_placer and all(_host_value(o, set()) for o in every)
 
     def holds_host(self, path: cst.BaseExpression) -> bool:
         key = path_key(path)
