@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import HostSaves, host_used_load, is_dataset_class, is_library_module, path_key
+from devlint.analysis.checkpoints import HostSaves, host_used_load, is_dataset_class, is_library_module, is_test_file, path_key
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import call_arg
@@ -213,6 +213,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if is_dataset_class(self.t.cls):
             return  # a dataset's cache: host data, nothing to map
+        if self._host_saves.saves_any and is_test_file(self.ctx.filename):
+            return  # a test reading back what the test file itself wrote: a round trip in one process
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:
             return
         value, applicability = self._location(node)

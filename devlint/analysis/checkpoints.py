@@ -187,6 +187,8 @@ class HostSaves:
             and (k.startswith("str:") or all(_is_cpu_call(o) for o in objs))
         }
 
+        self.saves_any = bool(scan.saves) or bool(scan.unknown_saves)
+
     def holds_host(self, path: cst.BaseExpression) -> bool:
         key = path_key(path)
         return key is not None and key in self.keys
@@ -231,3 +233,8 @@ def is_library_module(module: cst.Module) -> bool:
                     if not d.startswith(("typing.", "TypeVar", "logging.", "getLogger", "namedtuple", "collections.")):
                         return False
     return True
+
+
+def is_test_file(filename: str) -> bool:
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
