@@ -108,7 +108,6 @@ class _Scan(cst.CSTVisitor):
         self.saves: Dict[str, list] = {}
         self.unknown_saves: list = []  # saves to a computed path
         self.binds: Dict[str, list] = {}  # name -> every value assigned to it (None: unknown)
-        self.any_placer = False  # any .cuda()/.to()/device= in the file
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
@@ -116,9 +115,6 @@ class _Scan(cst.CSTVisitor):
             d = dotted(f.value)
             if d is not None:
                 self.placed.add(d.split(".")[0])
-        if (isinstance(f, cst.Attribute) and f.attr.value in PLACERS) or any(
-                a.keyword is not None and a.keyword.value == "device" for a in node.args):
-            self.any_placer = True
         if _is_torch_save(node):
             obj = call_arg(node, 0, "obj")
             tgt = call_arg(node, 1, "f")
