@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.checkpoints import HostSaves, host_used_load, is_dataset_class, is_library_module, is_test_file, path_key
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import call_arg, dotted
+from devlint.facts import call_arg
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -45,7 +46,14 @@ class LoadWithoutMapLocation(Rule):
     ## Fix safety
     The fix adds `map_location=<device>`: the enclosing function's own `map_location`
     parameter when it has one (it was being ignored), else its `device` parameter, else
-    the file's guarded device variable (inserted after the imports when missing).
+    the file's guarded device variable (inserted after the imports when missing; in a
+    library module, which has no `__main__` block and runs nothing at import, `"cpu"`
+    instead of a new import-time global). A load whose value is used on the host
+    (`torch.load(p).numpy()`, `load_state_dict(..., assign=True)`) gets `"cpu"`.
+    Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`;
+    a literal path written from a model never moved to a device) and loads in a
+    dataset class (a cache of host data) are not flagged: there is nothing to map
+    (facts: `devlint/analysis/checkpoints.py`).
     It is safe when the loaded object goes straight into `.load_state_dict(...)`:
     `load_state_dict` copies into the module's existing tensors, so where the
     checkpoint is materialised changes nothing but peak memory. Otherwise it is
@@ -71,8 +79,52 @@ class LoadWithoutMapLocation(Rule):
         "    buf.seek(0)\n    return torch.load(buf)\n",
         "import tempfile\nimport torch\nwith tempfile.NamedTemporaryFile() as tmp:\n"
         "    torch.save({}, tmp.name)\n    x = torch.load(tmp.name)\n",
+        # the file saves that path only from host values (issue 13 / 16): nothing to map
+        "import torch\nfrom torch import nn\nnet = nn.Linear(2, 2)\ntorch.save(net, 'net.pkl')\n"
+        "net2 = torch.load('net.pkl')\n",
+        "import torch\ndef cache(feats, p):\n    torch.save(feats.cpu(), p)\n"
+        "def read(p):\n    return torch.load(p)\n",
+        "import torch\ndef f():\n    torch.save(torch.zeros(2), 'c.pt')\n    return torch.load('c.pt')\n",
+        # a dataset's cache holds host data
+        "import torch\nfrom torch.utils.data import Dataset\nclass Cached(Dataset):\n"
+        "    def __init__(self, path):\n        self.data = torch.load(path)\n",
     ]
     INVALID = [
+        # a value handed in from outside (a parameter) may live anywhere: not a host save
+        Invalid(
+            "import torch\ndef save(state, p):\n    torch.save(state, p)\ndef load(p):\n    return torch.load(p)\n",
+            "import torch\ndef save(state, p):\n    torch.save(state, p)\n"
+            "def load(p):\n    return torch.load(p, map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
+        # a path also saved from a placed model is not host-only
+        Invalid(
+            "import torch\nfrom torch import nn\nnet = nn.Linear(2, 2).cuda()\ntorch.save(net, 'net.pkl')\n"
+            "def load():\n    return torch.load('net.pkl')\n",
+            "import torch\nfrom torch import nn\n\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "net = nn.Linear(2, 2).cuda()\ntorch.save(net, 'net.pkl')\n"
+            "def load():\n    return torch.load('net.pkl', map_location=device)\n",
+            unsafe=True,
+        ),
+        # the value is used on the host: the only safe target is "cpu"
+        Invalid(
+            "import torch\narr = torch.load('feats.pt').numpy()\n",
+            "import torch\narr = torch.load('feats.pt', map_location=\"cpu\").numpy()\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n",
+            "import torch\ndef restore(model, path):\n"
+            "    model.load_state_dict(torch.load(path, map_location=\"cpu\"))\n",
+        ),
+        Invalid(
+            "import torch\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path), assign=True)\n",
+            "import torch\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, map_location=\"cpu\"), assign=True)\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
             "model.load_state_dict(torch.load('m.pt'))\n",
@@ -113,6 +165,8 @@ class LoadWithoutMapLocation(Rule):
         super().__init__(ctx)
         self._into_state_dict: set = set()
         self._saved: set = set()  # (function, dotted file) written by torch.save / jit.save / m.save
+        self._host_saves = HostSaves(ctx.module)  # paths this file saves only from host values
+        self._host_used: set = set()  # loads whose value is used on the host (.numpy(), assign=True)
 
     def _note_save(self, node: cst.Call, q) -> bool:
         func = node.func
@@ -123,27 +177,30 @@ class LoadWithoutMapLocation(Rule):
         elif q is None and isinstance(func, cst.Attribute) and func.attr.value == "save":
             a = call_arg(node, 0, "f")
             target = a.value if a is not None else None
-        d = dotted(target) if target is not None else None
-        if d is None:
+        key = path_key(target) if target is not None else None
+        if key is None:
             return False
-        self._saved.add((self.t.function, d))
-        if d.endswith(".name"):
-            self._saved.add((self.t.function, d[: -len(".name")]))
+        self._saved.add((self.t.function, key))
         return True
 
     def _round_trip(self, node: cst.Call) -> bool:
         """Loading what this function itself just saved: the tensors' devices exist here."""
-        d = dotted(node.args[0].value)
-        if d is None:
-            return False
-        fn = self.t.function
-        return (fn, d) in self._saved or (d.endswith(".name") and (fn, d[: -len(".name")]) in self._saved)
+        key = path_key(node.args[0].value)
+        return key is not None and (self.t.function, key) in self._saved
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        load = host_used_load(node)
+        if load is not None:
+            self._host_used.add(load)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         q = self.facts.qualname(func)
         if self._note_save(node, q):
             return
+        load = host_used_load(node)
+        if load is not None:
+            self._host_used.add(load)
         if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
             for a in node.args:
                 if isinstance(a.value, cst.Call) and a.keyword is None:
@@ -152,8 +209,12 @@ class LoadWithoutMapLocation(Rule):
         loader = LOADERS.get(q or "")
         if loader is None or self.t.guarded or has_star(node) or not node.args:
             return
-        if self._round_trip(node):
+        if self._round_trip(node) or self._host_saves.holds_host(node.args[0].value):
             return
+        if is_dataset_class(self.t.cls):
+            return  # a dataset's cache: host data, nothing to map
+        if self._host_saves.saves_any and is_test_file(self.ctx.filename):
+            return  # a test reading back what the test file itself wrote: a round trip in one process
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:
             return
         value, applicability = self._location(node)
@@ -171,6 +232,9 @@ class LoadWithoutMapLocation(Rule):
 
     def _location(self, node: cst.Call):
         """The expression to pass as ``map_location`` here, and how safe passing it is."""
+        if node in self._host_used:
+            # the value is used where it is materialised: only the host keeps that working
+            return cst.SimpleString('"cpu"'), Applicability.UNSAFE
         applicability = Applicability.SAFE if node in self._into_state_dict else Applicability.UNSAFE
         fn = self.t.function
         if fn is not None:
@@ -180,4 +244,9 @@ class LoadWithoutMapLocation(Rule):
             for wanted in ("map_location", "device"):
                 if wanted in names and wanted not in rebound:
                     return cst.Name(wanted), applicability
-        return choose_device(self.ctx, prefer_input=False), applicability
+        choice = choose_device(self.ctx, prefer_input=False)
+        if choice.needs_var and fn is not None and is_library_module(self.ctx.module):
+            # a library module never gets a new import-time device global (issue 16 item 1):
+            # the host is the one place every machine has
+            return cst.SimpleString('"cpu"'), applicability
+        return choice, applicability

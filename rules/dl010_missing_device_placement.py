@@ -78,6 +78,46 @@ def _target_names(target: cst.CSTNode) -> list:
     return []
 
 
+def _is_main_guard(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+        return False
+    parts = [stmt.test.left] + [c.comparator for c in stmt.test.comparisons]
+    return any(isinstance(p, cst.Name) and p.value == "__name__" for p in parts)
+
+
+def _trains(body: cst.CSTNode) -> bool:
+    """An optimizer step, a loss backward or a loop: the code trains or evaluates."""
+    for n in nodes(body, into_scopes=True):
+        if isinstance(n, (cst.For, cst.While)):
+            return True
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("backward", "step"):
+            return True
+    return False
+
+
+def _smoke_test_library(module: cst.Module) -> bool:
+    """A library module (classes or functions) whose only feeding code is a `__main__` shape smoke test.
+
+    DL010 is for scripts that train or evaluate (issue 16 item 7): a module that defines
+    models and runs them once on a random input under `if __name__ == "__main__":` is not one.
+    """
+    defs = [s for s in module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
+    if not defs:
+        return False
+    rest = [s for s in module.body if not isinstance(s, (cst.ClassDef, cst.FunctionDef, cst.SimpleStatementLine))]
+    mains = [s for s in rest if _is_main_guard(s)]
+    if not mains or len(mains) != len(rest):
+        return False
+    # module-level simple statements: only imports, constants, docstrings (no model is fed there)
+    for s in module.body:
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    return False
+    return not any(_trains(m.body) for m in mains) and not any(
+        _trains(d.body) for d in defs if isinstance(d, cst.FunctionDef))
+
+
 def _bindings(body: cst.CSTNode) -> dict:
     """name -> [(kind, value, statement)] for every binding site in a scope."""
     binds: dict = {}
@@ -217,6 +257,11 @@ class MissingDevicePlacement(Rule):
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 2)\nprint(sum(p.numel() for p in model.parameters()))\n",
         # a factory function returns the model: the caller decides the device
         "import torch\nfrom torch import nn\ndef build():\n    return nn.Sequential(nn.Linear(4, 2), nn.ReLU())\n",
+        # a library module whose __main__ block is a shape smoke test (issue 16 item 7)
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n    def forward(self, x):\n"
+        "        return self.fc(x)\nif __name__ == '__main__':\n    net = Net()\n"
+        "    print(net(torch.randn(3, 4)).shape)\n",
         # dtype conversions are not device placement, but the comment does not count either
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 2)\nx = torch.randn(3, 4).to('cpu')\nprint(model(x))\n",
     ]
@@ -270,6 +315,8 @@ class MissingDevicePlacement(Rule):
         if not found:
             return
         if _AWARE_BYTES.search(self.facts.source) and self._device_aware(module):
+            return
+        if _smoke_test_library(module):
             return
         self._port(module, scopes, found)
 
@@ -826,13 +873,14 @@ class MissingDevicePlacement(Rule):
     def _report(self, module: cst.Module, first, choice) -> None:
         sc, node, name = first
         m = self.missing
+        dev = module.code_for_node(self.dev)  # the configured device name (--device-name / device-name)
         parts = ["a device variable"]
         if m["model"]:
-            parts.append(", ".join(f"`{n}.to(device)`" for n in dict.fromkeys(m["model"])))
+            parts.append(", ".join(f"`{n}.to({dev})`" for n in dict.fromkeys(m["model"])))
         if m["batches"]:
             parts.append(f"moving the batch in {m['batches']} loop{'s' if m['batches'] > 1 else ''}")
         if m["tensors"]:
-            parts.append(f"`device=` on {m['tensors']} new tensor{'s' if m['tensors'] > 1 else ''}")
+            parts.append(f"`device={dev}` on {m['tensors']} new tensor{'s' if m['tensors'] > 1 else ''}")
         if m["loads"]:
             parts.append("`map_location` on `torch.load`")
         if m["numpy"]:

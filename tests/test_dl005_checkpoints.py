@@ -83,3 +83,16 @@ def test_gpu_saved_checkpoint_needs_map_location_on_cpu(case, tmp_path):
     ckpt = tmp_path / "gpu.pt"
     _save_real_cuda(case.extra["checkpoint"], ckpt)
     _check(case, ckpt)
+
+
+def test_test_file_round_trip_across_functions_is_silent():
+    """A test file that writes checkpoints and reads them back in a helper (issue 16 item 1)."""
+    from devlint.engine import Settings, lint_source
+
+    src = (b"import torch\ndef _load(path):\n    return torch.load(path, weights_only=True)\n"
+           b"def test_rt(tmp_path):\n    torch.save({'a': torch.zeros(1)}, tmp_path / 'x.pt')\n"
+           b"    assert _load(tmp_path / 'x.pt')['a'].sum() == 0\n")
+    sel = Settings(select=frozenset({"DL005"}))
+    assert lint_source(src, "test_ckpt.py", sel).diagnostics == []
+    # the same code outside a test file is still reported
+    assert [d.code for d in lint_source(src, "ckpt.py", sel).diagnostics] == ["DL005"]

@@ -323,3 +323,45 @@ def test_helpers_that_never_see_the_model_are_left_alone():
     assert "def fit(net, loader):\n    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n" in fixed
     assert "    for x, y in loader:\n        total += x.sum().item()\n" in fixed
     assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_message_uses_the_configured_device_name():
+    """The message's promises name the variable the fix inserts (issue 15 item 3)."""
+    src = """\
+    import torch
+    from torch import nn
+    model = nn.Linear(4, 2)
+    x = torch.randn(3, 4)
+    print(model(x).detach().numpy())
+    """
+    (d,) = lint(src, device_name="dev")
+    assert "`model.to(dev)`" in d.message and "`device=dev` on 1 new tensor" in d.message
+    fixed = fix(src, device_name="dev")
+    assert "model = nn.Linear(4, 2).to(dev)" in fixed and "torch.randn(3, 4, device=dev)" in fixed
+
+
+def test_library_smoke_test_main_is_not_a_script():
+    """A model library whose __main__ block only checks a shape is silent; one that trains is not."""
+    lib = """\
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    if __name__ == "__main__":
+        net = Net()
+        print(net(torch.randn(3, 4)).shape)
+    """
+    assert lint(lib, filename="net.py") == []
+    trains = textwrap.dedent(lib) + (
+        "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "    net(torch.randn(3, 4)).sum().backward()\n"
+        "    opt.step()\n"
+    )
+    assert [d.code for d in lint(trains, filename="net.py")] == ["DL010"]
