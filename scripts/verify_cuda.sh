@@ -25,7 +25,13 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . || exit 4
   python3 -c "import torch; print('torch:', torch.__version__, 'cuda:', torch.version.cuda)"
 } | tee "$out/env.txt"
 status=0
-python3 -m pytest -q -rA -m cuda tests/ 2>&1 | tee "$out/pytest-cuda.log"
+# Each fixture is a subprocess that starts CUDA (seconds apiece): run them in parallel
+# where pytest-xdist is installed, name every test in the log, and only collect the files
+# that hold CUDA tests (collecting the whole suite is slow and runs nothing more).
+par=""
+python3 -c "import xdist" 2>/dev/null && par="-n ${VERIFY_JOBS:-8}"
+cuda_files=$(grep -l "mark.cuda" tests/test_*.py)
+python3 -m pytest -v -rfEs --durations=15 -p no:cacheprovider $par -m cuda $cuda_files 2>&1 | tee "$out/pytest-cuda.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 python3 scripts/transfer_table.py --cuda --out "$out/transfers.md" || status=1
 cat "$out/transfers.md"

@@ -53,8 +53,42 @@ def run_as_main(program: str, before=None) -> dict:
     return runpy.run_path(prog, run_name="__main__")
 
 
+_RANDOM_FACTORIES = ("randn", "rand", "randint", "randperm", "normal")
+_RANDOM_LIKE = ("randn_like", "rand_like", "randint_like")
+
+
+def cpu_rng_mode():
+    """A TorchFunctionMode under which seeded random factories asked for a non-CPU device
+    draw from the CPU generator and move the result: a CUDA run then sees the numbers a
+    CPU run sees (the CUDA generator gives others for the same seed)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    factories = {getattr(torch, n) for n in _RANDOM_FACTORIES}
+    likes = {getattr(torch, n) for n in _RANDOM_LIKE}
+
+    class CpuRng(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func in factories and kwargs.get("device") is not None:
+                dev = torch.device(kwargs["device"])
+                if dev.type != "cpu":
+                    kwargs["device"] = "cpu"
+                    return func(*args, **kwargs).to(dev)
+            if func in likes and args and isinstance(args[0], torch.Tensor):
+                dev = torch.device(kwargs.get("device") or args[0].device)
+                if dev.type != "cpu":
+                    kwargs["device"] = "cpu"
+                    return func(torch.empty_like(args[0], device="cpu"), *args[1:], **kwargs).to(dev)
+            return func(*args, **kwargs)
+
+    return CpuRng()
+
+
 def main() -> None:
     ns = parse_args("--devices")
+    if os.environ.get("DEVLINT_CPU_RNG"):
+        cpu_rng_mode().__enter__()
     g = run_as_main(ns.program)
     if ns.devices:
         names = ns.names

@@ -130,7 +130,8 @@ def test_after_on_cuda_prints_the_cpu_result(case):
     if case.extra.get("cuda_output") == "differs":
         pytest.skip(f"{case.id}: output differs on CUDA by design: {case.extra.get('cuda_reason', '')}")
     cpu, _ = run_program(case.after_path)
-    gpu, _ = run_program(case.after_path, cuda=True)
+    # seeded random draws on the device come from the CPU generator (fixture_runner.cpu_rng_mode)
+    gpu, _ = run_program(case.after_path, cuda=True, extra_env={"DEVLINT_CPU_RNG": "1"})
     assert gpu.returncode == 0, gpu.stderr[-2000:]
     assert outputs_match(cpu.stdout, gpu.stdout), (cpu.stdout, gpu.stdout)
 
