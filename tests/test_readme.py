@@ -138,3 +138,15 @@ def test_editor_snippets_start_the_real_server():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(dep.startswith("pygls") for dep in extras["lsp"])
     assert CliRunner().invoke(main, ["server", "--help"]).exit_code == 0
+
+
+def test_workflow_docs_pin_the_same_revision_and_install_from_the_repository():
+    """docs/workflows.md repeats the pre-commit and CI snippets: they say what the README says."""
+    docs = (ROOT / "docs" / "workflows.md").read_text(encoding="utf-8")
+    readme_rev = yaml_block(section("In your workflow"), "repos")["repos"][0]["rev"]
+    (config,) = [y for y in map(yaml.safe_load, blocks(docs, "yaml")) if isinstance(y, dict) and "repos" in y]
+    assert config["repos"][0]["rev"] == readme_rev
+    # no release exists: nothing tells a user to install devlint from the package index
+    from_index = re.findall(r"pip install (?:-U )?[\"']?devlint(?:\[\w+\])?[\"']?(?=\s|$)(?! @)", docs + README)
+    assert not from_index, from_index
+    assert "git+https://github.com/<org>/devlint@<sha>" in docs
