@@ -376,7 +376,7 @@ def _check_stdin(name, settings, settings_for, fix, diff, output_format, statist
         sys.exit(EXIT_CLEAN)
     settings = settings_for(name)
     if name.endswith(".ipynb"):
-        from devlint.notebook import process_notebook_source
+        from devlint.runner import process_notebook_source
         o = process_notebook_source(source, None, name, settings, fix=fix or diff, diff=diff)
     else:
         o = process_source(source, None, name, settings, fix=fix or diff, diff=diff)

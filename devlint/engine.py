@@ -12,30 +12,15 @@ import libcst as cst
 from devlint import registry
 from devlint.catalogue import cpython_parses, prefiltered
 from devlint.diagnostic import Diagnostic
-from devlint.facts import ContextTracker, FileFacts, prescan
-from devlint.fixes import apply_fixes, device_var_name
+from devlint.context import FileContext
+from devlint.facts import prescan
+from devlint.fixes import apply_fixes
 from devlint.rule import Report, Rule
 from devlint.settings import Settings, applicable  # noqa: F401 - re-exported
 from devlint.suppression import suppress
 from devlint.walk import positions as node_positions, visit_batched
 
 MAX_FIX_ROUNDS = 10
-
-
-class FileContext:
-    """Everything a rule may read about the file being linted."""
-
-    def __init__(self, module: cst.Module, facts: FileFacts, settings: Settings, filename: str) -> None:
-        self.module = module
-        self.facts = facts
-        self.settings = settings
-        self.filename = filename
-        self.tracker = ContextTracker(facts)
-        self.reports: list[Report] = []
-        self.new_device_name = device_var_name(facts, settings.device_name)
-        top = set(map(id, module.body))
-        self.module_level_device_nodes = {dv.node for dv in facts.device_vars
-                                          if dv.scope is None and id(dv.node) in top}
 
 
 class ParseError(Rule):

@@ -11,7 +11,7 @@ from devlint.diagnostic import Fix
 from devlint.facts import TENSOR, PARAM, FileFacts, dotted
 
 if TYPE_CHECKING:
-    from devlint.engine import FileContext
+    from devlint.context import FileContext
 
 CANDIDATE_NAMES = ("device", "torch_device", "default_device", "device_")
 

@@ -23,7 +23,6 @@ import json
 import re
 import tokenize
 from dataclasses import replace
-from typing import Optional
 
 from devlint.diagnostic import Diagnostic
 
@@ -234,43 +233,3 @@ class Notebook:
             import difflib  # only --diff needs it (~13 ms to import)
             out.append("".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}")))
         return "".join(out)
-
-
-def process_notebook_source(raw: bytes, path: Optional[str], display: str, settings, fix: bool = False,
-                            diff: bool = False):
-    """Lint (and fix) a notebook's bytes; returns a :class:`devlint.runner.FileOutcome`."""
-    from devlint.runner import FileOutcome, atomic_write, process_source
-
-    try:
-        nb = Notebook(raw)
-    except NotebookError as exc:
-        return FileOutcome(display, error=str(exc))
-    if not nb.python_kernel or not nb.code:
-        return FileOutcome(display, new_source=raw)
-    out = process_source(nb.python, None, display, settings, fix=fix or diff, diff=False)
-    out.diagnostics = [nb.map_diagnostic(d) for d in out.diagnostics]
-    out.diff = ""
-    if out.error or not out.changed:
-        out.changed = False
-        out.new_source = raw
-        return out
-    try:
-        changed = nb.new_sources(out.new_source)
-        if diff:
-            out.diff = nb.cell_diff(display, changed)
-        new_raw = nb.render(changed)
-    except NotebookError as exc:
-        first = process_source(nb.python, None, display, settings)  # the findings as they stand
-        return FileOutcome(display, [nb.map_diagnostic(d) for d in first.diagnostics], error=str(exc),
-                           new_source=raw)
-    out.changed = bool(changed)
-    out.new_source = new_raw
-    if fix and not diff and path is not None and changed:
-        try:
-            atomic_write(path, new_raw, raw)
-        except OSError as exc:
-            first = process_source(nb.python, None, display, settings)
-            return FileOutcome(display, [nb.map_diagnostic(d) for d in first.diagnostics],
-                               error=f"cannot write: {exc.strerror or exc}", new_source=raw)
-    return out
-

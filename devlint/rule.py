@@ -19,7 +19,7 @@ from devlint.catalogue import BY_CODE, Prefilter
 from devlint.diagnostic import Applicability, Fix
 
 if TYPE_CHECKING:
-    from devlint.engine import FileContext
+    from devlint.context import FileContext
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,6 @@ def process_source(source: bytes, path: Optional[str], display: str, settings: S
     Never raises for a problem with this one file: the problem becomes the outcome's
     one-line ``error`` and the file is left as it was."""
     if path is not None and path.endswith(".ipynb"):
-        from devlint.notebook import process_notebook_source
         return process_notebook_source(source, path, display, settings, fix=fix, diff=diff)
     from devlint.libcst_compat import require
 
@@ -207,6 +206,46 @@ def process_source(source: bytes, path: Optional[str], display: str, settings: S
                 return FileOutcome(display, out.initial, error=f"cannot write: {exc.strerror or exc}")
     res.new_source = out.source
     return res
+
+
+def process_notebook_source(raw: bytes, path: Optional[str], display: str, settings, fix: bool = False,
+                            diff: bool = False):
+    """Lint (and fix) a notebook's bytes: its code cells as one module (devlint.notebook
+    does the format; this does the linting, fixing and writing)."""
+    from devlint.notebook import Notebook, NotebookError
+
+    try:
+        nb = Notebook(raw)
+    except NotebookError as exc:
+        return FileOutcome(display, error=str(exc))
+    if not nb.python_kernel or not nb.code:
+        return FileOutcome(display, new_source=raw)
+    out = process_source(nb.python, None, display, settings, fix=fix or diff, diff=False)
+    out.diagnostics = [nb.map_diagnostic(d) for d in out.diagnostics]
+    out.diff = ""
+    if out.error or not out.changed:
+        out.changed = False
+        out.new_source = raw
+        return out
+    try:
+        changed = nb.new_sources(out.new_source)
+        if diff:
+            out.diff = nb.cell_diff(display, changed)
+        new_raw = nb.render(changed)
+    except NotebookError as exc:
+        first = process_source(nb.python, None, display, settings)  # the findings as they stand
+        return FileOutcome(display, [nb.map_diagnostic(d) for d in first.diagnostics], error=str(exc),
+                           new_source=raw)
+    out.changed = bool(changed)
+    out.new_source = new_raw
+    if fix and not diff and path is not None and changed:
+        try:
+            atomic_write(path, new_raw, raw)
+        except OSError as exc:
+            first = process_source(nb.python, None, display, settings)
+            return FileOutcome(display, [nb.map_diagnostic(d) for d in first.diagnostics],
+                               error=f"cannot write: {exc.strerror or exc}", new_source=raw)
+    return out
 
 
 # ---------------------------------------------------------------------------------
