@@ -1,33 +1,22 @@
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.batches import BatchLoop, Loaders, dataset_classes, dataset_inputs
 from devlint.analysis.checkpoints import is_test_file
 from devlint.analysis.dataflow import DEVICE, HOST, ORIGIN, Leaf, Origins, is_functional_loss, names_read, \
-    params_of, target_names
-from devlint.analysis.scripts import smoke_test_library
+    params_of
+from devlint.analysis.scripts import device_aware, model_constructions, smoke_test_library
 from devlint.callargs import with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import MODULE, call_arg, dotted, string_value
+from devlint.facts import call_arg, dotted
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule
-from devlint.walk import children, nodes, statements
+from devlint.walk import children, nodes
 
-# Any of these in a name, attribute or keyword means the file already deals with devices.
-_AWARE_BYTES = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
-_AWARE_WORD = re.compile(r"cuda|device|accelerator|map_location|^(?:mps|xpu|xla|hpu|npu)$", re.I)
-_DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|hpu|npu|meta)(?::\d+)?")
-_DTYPES = frozenset(
-    """float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short
-    uint8 bool complex64 complex128 cfloat cdouble""".split()
-)
-_MODULE_USE = frozenset({"parameters", "named_parameters", "train", "eval", "state_dict",
-                         "load_state_dict", "zero_grad"})
-_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 _MODULE_API = frozenset(
     """parameters named_parameters buffers named_buffers modules named_modules children named_children
     train eval state_dict load_state_dict zero_grad apply to cpu cuda half float double bfloat16
@@ -64,15 +53,6 @@ class _Edits(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         e = self.edits.get(original_node)
         return e[1](updated_node) if e is not None else updated_node
-
-
-@dataclass(eq=False)
-class _Loop:
-    node: cst.For
-    names: list  # batch names (tuple/list targets) or one name
-    form: str  # "tuple", "name", "list", "dict"
-    known: bool  # the loader's dataset yields tensors (TensorDataset, torchvision, a Dataset in the file)
-    source: str  # the iterated name, for the message
 
 
 @dataclass
@@ -196,93 +176,14 @@ class MissingDevicePlacement(Rule):
             return
         module = self.ctx.module
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-        self.datasets_classes = self._dataset_classes(module)
-        self._module_use: dict = {}
+        self.datasets_classes = dataset_classes(module, self.facts)
         scopes = [_Scope(None, module)] + [_Scope(fn, fn.body) for fn in self.functions.values()]
-        found = [(sc, node, name) for sc in scopes for node, name in self._constructions(sc)]
-        if not found:
-            return
-        if _AWARE_BYTES.search(self.facts.source) and self._device_aware(module):
+        found = [(sc, node, name) for sc in scopes for node, name in model_constructions(self.facts, sc.node, sc.body)]
+        if not found or device_aware(module, self.facts):
             return
         if smoke_test_library(module):
             return
         self._port(module, scopes, found)
-
-    # ---- file-level evidence -----------------------------------------------------------
-    def _device_aware(self, module: cst.Module) -> bool:
-        for n in nodes(module, into_scopes=True):
-            if isinstance(n, cst.Name) and _AWARE_WORD.search(n.value):
-                return True
-            if isinstance(n, cst.SimpleString):
-                v = string_value(n)
-                if v is not None and _DEVICE_STRING.fullmatch(v):
-                    return True
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to":
-                if not all(self._is_dtype(a) for a in n.args):
-                    return True
-        return False
-
-    def _is_dtype(self, arg: cst.Arg) -> bool:
-        if arg.keyword is not None:
-            return arg.keyword.value in ("dtype", "non_blocking", "copy", "memory_format")
-        q = self.facts.qualname(arg.value)
-        return q is not None and q.startswith("torch.") and q.rsplit(".", 1)[-1] in _DTYPES
-
-    def _dataset_classes(self, module: cst.Module) -> set:
-        out = set()
-        for s in module.body:
-            if isinstance(s, cst.ClassDef):
-                for b in s.bases:
-                    q = self.facts.qualname(b.value) or ""
-                    if q.startswith("torch.utils.data") and q.endswith("Dataset") or (dotted(b.value) in out):
-                        out.add(s.name.value)
-        return out
-
-    def _dataset_inputs(self, module: cst.Module) -> dict:
-        """Names read by a Dataset/DataLoader constructor: placing them would put the data set
-        on the device (and break worker processes), which is not the port."""
-        out: dict = {}
-        for n in nodes(module, into_scopes=True):
-            if isinstance(n, cst.Call):
-                q = self.facts.qualname(n.func) or ""
-                if q.startswith("torch.utils.data.") or dotted(n.func) in self.datasets_classes:
-                    for a in n.args:
-                        for name in names_read(a.value):
-                            out[name] = dotted(n.func) or q  # the innermost constructor
-        return out
-
-    # ---- models ------------------------------------------------------------------
-    def _is_module_ctor(self, value: cst.BaseExpression, scope, name: str, body) -> bool:
-        if not isinstance(value, cst.Call):
-            return False
-        if self.facts.kind_of(value, scope) == MODULE:
-            q = self.facts.qualname(value.func)
-            return not (q == "torch.compile" or (q or "").startswith("torch.nn.utils"))
-        d = dotted(value.func)
-        if d is None or self.facts.qualname(value.func) is None:
-            return False
-        q = self.facts.aliases.get(d.split(".")[0], "")
-        if q.split(".")[0] in ("torch", "numpy", "pandas", "sklearn"):
-            return False
-        last = d.rsplit(".", 1)[-1]
-        factory = "." in d and d.split(".")[-2] == "models" and last[:1].islower()
-        if not (last[:1].isupper() or factory):
-            return False
-        # an imported class or factory: only with Module usage in this scope
-        used = self._module_use.get(id(body))
-        if used is None:
-            used = self._module_use[id(body)] = {
-                n.func.value.value for n in nodes(body)
-                if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-                and isinstance(n.func.value, cst.Name) and n.func.attr.value in _MODULE_USE}
-        return name in used
-
-    def _constructions(self, sc: _Scope):
-        for n in statements(sc.body):
-            if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
-                name = n.targets[0].target.value
-                if self._is_module_ctor(n.value, sc.node, name, sc.body):
-                    yield n, name
 
     @staticmethod
     def _is_loss(call: cst.Call) -> bool:
@@ -323,7 +224,7 @@ class MissingDevicePlacement(Rule):
             if seeds is not None:
                 sc.models |= seeds.seeds_models
                 sc.seeds_loaders = seeds.seeds_loaders
-        self.dataset_inputs = self._dataset_inputs(module)
+        self.dataset_inputs = dataset_inputs(module, self.facts, self.datasets_classes)
         visiting: set = set()
         for sc in scopes:
             sc.flow = Origins(self.facts, sc.body, sc.node, outer=scopes[0].flow, visiting=visiting,
@@ -371,7 +272,7 @@ class MissingDevicePlacement(Rule):
             return
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         kw = {p.name.value for p in fn.params.kwonly_params} | set(params)
-        loaders = self._loaders(sc)
+        loaders = self._loaders(sc).names
         fed_params: set = set()
         loader_params: dict = {}
         for i, a in enumerate(call.args):
@@ -395,43 +296,6 @@ class MissingDevicePlacement(Rule):
         seeds.seeds_models |= fed_params
         for pname, known in loader_params.items():
             seeds.seeds_loaders[pname] = seeds.seeds_loaders.get(pname, True) and known
-
-    def _loaders(self, sc: _Scope) -> dict:
-        """Names bound to a DataLoader or dataset in this scope (or module scope): name -> origin known."""
-        out = dict(sc.seeds_loaders)
-        bodies = [sc.body] if sc.node is None else [self.ctx.module, sc.body]
-        for body in bodies:
-            for n in statements(body):
-                if isinstance(n, cst.Assign):
-                    known = self._iterable_origin(n.value, out)
-                    if known is None:
-                        continue
-                    for t in n.targets:
-                        for name in target_names(t.target):
-                            out[name] = known
-        return out
-
-    def _iterable_origin(self, value: cst.BaseExpression, loaders: dict) -> Optional[bool]:
-        """True: yields tensors; False: a DataLoader over something unknown; None: not a loader."""
-        if not isinstance(value, cst.Call):
-            return None
-        q = self.facts.qualname(value.func) or ""
-        last = q.rsplit(".", 1)[-1]
-        if q.startswith("torch.utils.data") and last == "DataLoader":
-            a = call_arg(value, 0, "dataset")
-            if a is None:
-                return False
-            if isinstance(a.value, cst.Name):
-                return loaders.get(a.value.value, False)
-            return bool(self._iterable_origin(a.value, loaders))
-        if q.startswith("torch.utils.data") and last in ("Subset", "random_split", "ConcatDataset"):
-            a = call_arg(value, 0, "dataset" if last != "ConcatDataset" else "datasets")
-            return loaders.get(a.value.value, False) if a is not None and isinstance(a.value, cst.Name) else False
-        if q.startswith("torch.utils.data") and last == "TensorDataset":
-            return True
-        if q.startswith("torchvision.datasets.") or dotted(value.func) in self.datasets_classes:
-            return True
-        return None
 
     # ---- where values come from (devlint.analysis.dataflow) ------------------------------
     def _callables(self, sc: _Scope) -> set:
@@ -474,11 +338,16 @@ class MissingDevicePlacement(Rule):
         return frozenset(out) if out else None
 
     # ---- per-scope placement -------------------------------------------------------------
+    def _loaders(self, sc: _Scope) -> Loaders:
+        return Loaders(self.facts, self.ctx.module, sc.body, self.datasets_classes, sc.seeds_loaders)
+
     def _batches(self, sc: _Scope) -> None:
         loaders = self._loaders(sc)
         for n in nodes(sc.body):
             if isinstance(n, cst.For):
-                lp = self._batch_loop(n, loaders)
+                lp, why = loaders.batch_loop(n)
+                if why is not None:
+                    self.loop_why[n] = why
                 if lp is not None:
                     sc.moved.add(lp)
                     if not lp.known:
@@ -571,60 +440,7 @@ class MissingDevicePlacement(Rule):
             return
         self.reasons.append(f"the model is passed to `{d}`, which this file cannot see")
 
-    # ---- batches ---------------------------------------------------------------------
-    def _batch_loop(self, node: cst.For, loaders: dict) -> Optional[_Loop]:
-        it, target = node.iter, node.target
-        while isinstance(it, cst.Call) and (dotted(it.func) in _WRAPPERS) and it.args:
-            if dotted(it.func) == "enumerate":
-                if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
-                    return None
-                target = target.elements[1].value
-            it = it.args[0].value
-        if isinstance(it, cst.Name):
-            if it.value not in loaders:
-                return None
-            known, source = loaders[it.value], it.value
-        else:
-            known = self._iterable_origin(it, loaders)
-            if known is None:
-                return None
-            source = self.ctx.module.code_for_node(it)
-        if not isinstance(node.body, cst.IndentedBlock):
-            self.loop_why[node] = f"the loop over `{source}` is on one line"
-            return None
-        if isinstance(target, (cst.Tuple, cst.List)):
-            names = []
-            for el in target.elements:
-                if not isinstance(el.value, cst.Name):
-                    self.loop_why[node] = f"a nested batch of `{source}`"
-                    return None
-                names.append(el.value.value)
-            return _Loop(node, names, "tuple", known, source)
-        if isinstance(target, cst.Name):
-            form = self._batch_form(node.body, target.value)
-            if form is None:
-                self.loop_why[node] = f"cannot tell the structure of the batch of `{source}`"
-                return None
-            return _Loop(node, [target.value], form, known, source)
-        return None
-
-    @staticmethod
-    def _batch_form(body: cst.CSTNode, name: str) -> Optional[str]:
-        forms = set()
-        for n in nodes(body):
-            if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value == name:
-                idx = n.slice[0].slice.value if len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index) else None
-                forms.add("dict" if isinstance(idx, cst.SimpleString) else "list" if isinstance(idx, cst.Integer)
-                          else "?")
-            elif isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == name and \
-                    any(isinstance(t.target, (cst.Tuple, cst.List)) for t in n.targets):
-                forms.add("list")
-            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
-                    isinstance(a.value, cst.Name) and a.value.value == name for a in n.args):
-                forms.add("name")
-        return forms.pop() if len(forms) == 1 and "?" not in forms else None
-
-    def _move_batch(self, lp: _Loop) -> None:
+    def _move_batch(self, lp: BatchLoop) -> None:
         d = self.ctx.module.code_for_node(self.dev)
         if lp.form == "tuple":
             names = [n for n in lp.names if n != "_"]

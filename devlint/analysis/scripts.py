@@ -3,14 +3,20 @@
 * ``is_main_guard(stmt)``: ``if __name__ == "__main__":``;
 * ``trains(body)``: an optimizer step, a loss backward or a loop (nested scopes included);
 * ``smoke_test_library(module)``: a module of classes/functions whose only feeding code is a
-  ``__main__`` block that runs a model once (a shape smoke test), with no training anywhere.
+  ``__main__`` block that runs a model once (a shape smoke test), with no training anywhere;
+* ``device_aware(module, facts)``: the file's code already deals with devices;
+* ``model_constructions(facts, fn, body)``: ``name = <nn.Module>(...)`` statements of one scope.
 """
 
 from __future__ import annotations
 
+import re
+from typing import Optional
+
 import libcst as cst
 
-from devlint.walk import nodes
+from devlint.facts import MODULE, dotted, string_value
+from devlint.walk import nodes, statements
 
 
 def is_main_guard(stmt: cst.CSTNode) -> bool:
@@ -47,3 +53,73 @@ def smoke_test_library(module: cst.Module) -> bool:
                     return False
     return not any(trains(m.body) for m in mains) and not any(
         trains(d.body) for d in defs if isinstance(d, cst.FunctionDef))
+
+
+# Any of these in a name, attribute or keyword means the file already deals with devices.
+_AWARE_BYTES = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
+_AWARE_WORD = re.compile(r"cuda|device|accelerator|map_location|^(?:mps|xpu|xla|hpu|npu)$", re.I)
+_DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|hpu|npu|meta)(?::\d+)?")
+_DTYPES = frozenset(
+    """float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short
+    uint8 bool complex64 complex128 cfloat cdouble""".split()
+)
+_MODULE_USE = frozenset({"parameters", "named_parameters", "train", "eval", "state_dict",
+                         "load_state_dict", "zero_grad"})
+
+
+def device_aware(module: cst.Module, facts) -> bool:
+    """The file's code (not its comments) deals with devices: a name, attribute or keyword
+    mentions cuda/device/accelerator/map_location/mps/xpu..., a device string (``"cpu"``,
+    ``"cuda:0"``), or a ``.to(...)`` with anything but a dtype."""
+    if not _AWARE_BYTES.search(facts.source):
+        return False
+    for n in nodes(module, into_scopes=True):
+        if isinstance(n, cst.Name) and _AWARE_WORD.search(n.value):
+            return True
+        if isinstance(n, cst.SimpleString):
+            v = string_value(n)
+            if v is not None and _DEVICE_STRING.fullmatch(v):
+                return True
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to":
+            if not all(_is_dtype(facts, a) for a in n.args):
+                return True
+    return False
+
+
+def _is_dtype(facts, arg: cst.Arg) -> bool:
+    if arg.keyword is not None:
+        return arg.keyword.value in ("dtype", "non_blocking", "copy", "memory_format")
+    q = facts.qualname(arg.value)
+    return q is not None and q.startswith("torch.") and q.rsplit(".", 1)[-1] in _DTYPES
+
+
+def model_constructions(facts, fn: Optional[cst.FunctionDef], body: cst.CSTNode):
+    """``(Assign, name)`` for each ``name = <nn.Module>(...)`` in one scope: a torch.nn class, a
+    Module subclass of the file, a ``torchvision.models`` factory; an imported class only when
+    the scope uses it as a Module (``name.parameters()``, ``name.eval()`` ...)."""
+    used = None
+    for n in statements(body):
+        if not (isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+                and isinstance(n.value, cst.Call)):
+            continue
+        name, value = n.targets[0].target.value, n.value
+        if facts.kind_of(value, fn) == MODULE:
+            q = facts.qualname(value.func) or ""
+            if not (q == "torch.compile" or q.startswith("torch.nn.utils")):
+                yield n, name
+            continue
+        d = dotted(value.func)
+        if d is None or facts.qualname(value.func) is None:
+            continue
+        if facts.aliases.get(d.split(".")[0], "").split(".")[0] in ("torch", "numpy", "pandas", "sklearn"):
+            continue
+        last = d.rsplit(".", 1)[-1]
+        factory = "." in d and d.split(".")[-2] == "models" and last[:1].islower()
+        if not (last[:1].isupper() or factory):
+            continue
+        if used is None:
+            used = {c.func.value.value for c in nodes(body)
+                    if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute)
+                    and isinstance(c.func.value, cst.Name) and c.func.attr.value in _MODULE_USE}
+        if name in used:
+            yield n, name
