@@ -365,3 +365,193 @@ def test_library_smoke_test_main_is_not_a_script():
         "    opt.step()\n"
     )
     assert [d.code for d in lint(trains, filename="net.py")] == ["DL010"]
+
+
+# ---- a port is complete or not offered (issue item 1) -----------------------------------------
+
+def test_data_slice_used_after_the_loop_offers_no_fix_and_names_it():
+    """`X` feeds the TensorDataset and, sliced, the model: moving the batches would leave
+    `X[:4]` on the host, creating `X` on the device would move the data set."""
+    from fixtures_lib import FIXTURES
+
+    src = (FIXTURES / "DL010" / "no_fix_data_slice" / "before.py").read_text()
+    (d,) = lint(src)
+    assert d.fix is None
+    assert "no automatic port: `X` would stay on the host (it also feeds `TensorDataset`)" in d.message
+    assert "missing:" not in d.message
+
+
+def test_value_from_an_unknown_function_offers_no_fix():
+    src = """\
+    import torch
+    from torch import nn
+    from mydata import load_features
+
+    model = nn.Linear(3, 1)
+    feats = load_features()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        model(feats).sum().backward()
+        opt.step()
+    """
+    (d,) = lint(src)
+    assert d.fix is None
+    assert "`feats` would stay on the host (made by `load_features`)" in d.message
+
+
+def test_module_level_tensors_used_in_a_function_are_placed():
+    src = """\
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    x = torch.linspace(-1, 1, 20).unsqueeze(1)
+    y = x.pow(2) + 0.1 * torch.rand(x.size())
+
+
+    def main():
+        net = nn.Linear(1, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loss_fn = nn.MSELoss()
+        for t in range(3):
+            loss = loss_fn(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(round(loss.item(), 4))
+
+
+    main()
+    """
+    (d,) = lint(src)
+    assert d.fix.applicability is Applicability.SAFE
+    fixed = fix(src)
+    assert "x = torch.linspace(-1, 1, 20, device=device).unsqueeze(1)" in fixed
+    assert "torch.rand(x.size(), device=device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_a_helper_parameter_is_resolved_through_its_callers():
+    src = """\
+    import torch
+    from torch import nn
+
+
+    def evaluate(net, data):
+        return net(data).mean().item()
+
+
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    x_val = torch.randn(5, 3)
+    print(round(evaluate(model, x_val), 4))
+    """
+    fixed = fix(src)
+    assert "x_val = torch.randn(5, 3, device=device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_state_rebound_from_the_model_output_is_still_created_on_the_device():
+    """`h = torch.zeros(...)` then `out, h = rnn(x, h)`: `h` is not on the device just because
+    one of its bindings is the model's output (issue item 3)."""
+    src = """\
+    import torch
+    from torch import nn
+
+    rnn = nn.GRU(4, 8)
+    opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+    for step in range(2):
+        seq = torch.randn(5, 2, 4)
+        h = torch.zeros(1, 2, 8)
+        out, h = rnn(seq, h)
+        out.sum().backward()
+        opt.step()
+    """
+    (d,) = lint(src)
+    assert "`device=device` on 2 new tensors" in d.message
+    fixed = fix(src)
+    assert "seq = torch.randn(5, 2, 4, device=device)" in fixed
+    assert "h = torch.zeros(1, 2, 8, device=device)" in fixed
+
+
+# ---- the message promises exactly what the fix does (issue item 2) ---------------------------
+
+def _promised(message: str, dev: str) -> dict:
+    import re
+
+    m = re.search(r"\(missing: (.*)\)$", message)
+    assert m, message
+    parts = m.group(1).split("; ")
+    out = {"models": [], "batch": 0, "device": 0, "load": 0, "cpu": 0, "to": 0}
+    for p in parts[1:]:
+        if p.startswith("moving the batch in"):
+            out["batch"] = int(p.split()[4])
+        elif p.startswith(f"`device={dev}` on"):
+            out["device"] = int(p.split()[2])
+        elif p.startswith(f"`map_location={dev}` on"):
+            out["load"] = int(p.split()[2])
+        elif p.startswith("`.cpu()` before"):
+            out["cpu"] = int(p.split()[2])
+        elif p.startswith(f"`.to({dev})` after"):
+            out["to"] = int(p.split()[2])
+        else:
+            out["models"] = re.findall(r"`(\w+)\.to\(" + dev + r"\)`", p)
+            assert out["models"], p
+    assert parts[0] == "a device variable"
+    return out
+
+
+def _batch_moves(before: str, after: str, dev: str) -> int:
+    """New statements `x, y = x.to(dev), y.to(dev)` / `b = {k: v.to(dev) ...}` / `b = [t.to(dev) ...]`."""
+    import re
+
+    move = re.compile(r"^\s+(\w+)(, \w+)* = (\{\w+: \w+|\[\w+|\1)\.to\(" + dev + r"\)")
+    old = set(before.splitlines())
+    return sum(1 for ln in after.splitlines() if ln not in old and move.match(ln))
+
+
+def _fixable_cases():
+    from fixtures_lib import discover_cases
+
+    return [c for c in discover_cases("DL010") if not c.trap and not c.extra.get("report_only")]
+
+
+@pytest.mark.parametrize("dev", ["device", "dev"])
+@pytest.mark.parametrize("case", _fixable_cases(), ids=lambda c: c.name)
+def test_message_promises_match_the_fix(case, dev):
+    before = case.before_path.read_text()
+    (d,) = lint(before, filename=str(case.before_path), device_name=dev, unsafe_fixes=case.unsafe)
+    promised = _promised(d.message, dev)
+    after = fix(before, filename=str(case.before_path), device_name=dev, unsafe_fixes=case.unsafe)
+
+    def grew(s: str) -> int:
+        return after.count(s) - before.count(s)
+
+    assert grew(f"device={dev})") + grew(f"device={dev},") == promised["device"]
+    assert grew(f"map_location={dev}") == promised["load"]
+    assert grew(".cpu().numpy()") == promised["cpu"]
+    assert grew(f"from_numpy") == 0 and sum(
+        1 for line in after.splitlines() if "from_numpy(" in line and f".to({dev})" in line) == promised["to"]
+    assert _batch_moves(before, after, dev) == promised["batch"]
+    for name in promised["models"]:
+        assert any(ln.lstrip().startswith(f"{name} = ") and ln.rstrip().endswith(f".to({dev})")
+                   for ln in after.splitlines()), name
+    assert f"{dev} = torch.device(" in after or f"{dev} = T.device(" in after
+
+
+def test_configured_device_name_reaches_the_message_and_the_fix(tmp_path, monkeypatch):
+    """`device-name` in `[tool.devlint]`, through the real CLI."""
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[tool.devlint]\ndevice-name = "accel"\n')
+    (tmp_path / "train.py").write_text(SCRIPT.replace("model = nn.Linear(3, 1)",
+                                                      "model = nn.Linear(3, 1)\nw = torch.ones(1)"))
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["check", "--select", "DL010", "--no-cache", "train.py"])
+    assert "`model.to(accel)`" in res.output and "moving the batch in 1 loop" in res.output
+    res = CliRunner().invoke(main, ["check", "--select", "DL010", "--no-cache", "--fix", "train.py"])
+    fixed = (tmp_path / "train.py").read_text()
+    assert 'accel = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in fixed
+    assert "    x, y = x.to(accel), y.to(accel)\n" in fixed
