@@ -555,3 +555,48 @@ def test_configured_device_name_reaches_the_message_and_the_fix(tmp_path, monkey
     fixed = (tmp_path / "train.py").read_text()
     assert 'accel = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in fixed
     assert "    x, y = x.to(accel), y.to(accel)\n" in fixed
+
+
+# ---- only scripts that train or evaluate (issue item 4) ----------------------------------------
+
+MODEL_LIB = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+"""
+
+
+@pytest.mark.parametrize("smoke", [
+    # the model-zoo layout: a `test()` helper nobody calls on import
+    "def test():\n    net = Net()\n    y = net(torch.randn(2, 4))\n    print(y.size())\n",
+    # a __main__ block that checks a few input shapes
+    "if __name__ == '__main__':\n    net = Net()\n    for shape in [(1, 4), (3, 4)]:\n"
+    "        print(net(torch.randn(*shape)).shape)\n",
+    # a __main__ block calling a main() that only runs the model once
+    "def main():\n    net = Net()\n    print(net(torch.randn(2, 4)).shape)\n\n\nif __name__ == '__main__':\n    main()\n",
+])
+def test_model_library_with_a_smoke_test_is_silent(smoke):
+    assert lint(MODEL_LIB + smoke, filename="models/net.py") == []
+
+
+@pytest.mark.parametrize("script", [
+    # evaluation over a loader
+    "if __name__ == '__main__':\n    from torch.utils.data import DataLoader, TensorDataset\n    net = Net()\n"
+    "    for (x,) in DataLoader(TensorDataset(torch.randn(4, 4)), batch_size=2):\n        print(net(x).shape)\n",
+    # a training step in a function the __main__ block calls
+    "def main():\n    net = Net()\n    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "    net(torch.randn(2, 4)).sum().backward()\n    opt.step()\n\n\nif __name__ == '__main__':\n    main()\n",
+    # the smoke test run on import: a script
+    "net = Net()\nprint(net(torch.randn(2, 4)).shape)\n",
+])
+def test_model_library_that_trains_or_evaluates_is_reported(script):
+    assert [d.code for d in lint(MODEL_LIB + script, filename="models/net.py")] == ["DL010"]

@@ -3,7 +3,8 @@
 * ``is_main_guard(stmt)``: ``if __name__ == "__main__":``;
 * ``trains(body)``: an optimizer step, a loss backward or a loop (nested scopes included);
 * ``smoke_test_library(module)``: a module of classes/functions whose only feeding code is a
-  ``__main__`` block that runs a model once (a shape smoke test), with no training anywhere;
+  smoke test (a ``__main__`` block or a ``def test():`` that runs a model once), with no
+  training anywhere;
 * ``device_aware(module, facts)``: the file's code already deals with devices;
 * ``model_constructions(facts, fn, body)``: ``name = <nn.Module>(...)`` statements of one scope.
 """
@@ -27,9 +28,11 @@ def is_main_guard(stmt: cst.CSTNode) -> bool:
 
 
 def trains(body: cst.CSTNode) -> bool:
-    """An optimizer step, a loss backward or a loop: the code trains or evaluates."""
+    """An optimizer step, a loss backward, or a loop over anything but a literal list of cases
+    (``for shape in [(1, 3), (2, 3)]:`` is a smoke test, ``for x, y in loader:`` is not)."""
     for n in nodes(body, into_scopes=True):
-        if isinstance(n, (cst.For, cst.While)):
+        if isinstance(n, cst.While) or (isinstance(n, cst.For) and not isinstance(n.iter, (cst.List, cst.Tuple,
+                                                                                              cst.Set))):
             return True
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("backward", "step"):
             return True
@@ -37,13 +40,15 @@ def trains(body: cst.CSTNode) -> bool:
 
 
 def smoke_test_library(module: cst.Module) -> bool:
-    """Classes/functions plus a ``__main__`` block that only runs a model once on a random input."""
+    """Classes/functions, constants and imports, and at most a ``__main__`` block, where nothing
+    trains: the model is only run once on a random input (``def test(): print(Net()(x).shape)``,
+    the model zoo layout), which is no script to port."""
     defs = [s for s in module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
     if not defs:
         return False
     rest = [s for s in module.body if not isinstance(s, (cst.ClassDef, cst.FunctionDef, cst.SimpleStatementLine))]
     mains = [s for s in rest if is_main_guard(s)]
-    if not mains or len(mains) != len(rest):
+    if len(mains) != len(rest):
         return False
     # module-level simple statements: only imports, constants, docstrings (no model is fed there)
     for s in module.body:
