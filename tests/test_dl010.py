@@ -600,3 +600,26 @@ def test_model_library_with_a_smoke_test_is_silent(smoke):
 ])
 def test_model_library_that_trains_or_evaluates_is_reported(script):
     assert [d.code for d in lint(MODEL_LIB + script, filename="models/net.py")] == ["DL010"]
+
+
+def test_the_leftover_is_named_as_the_model_meets_it():
+    """The old MNIST tutorial: test images taken from a torchvision dataset's attribute."""
+    src = """\
+    import torch
+    import torchvision
+    from torch import nn
+    from torch.utils.data import DataLoader
+
+    train_data = torchvision.datasets.MNIST(root="./mnist", train=True)
+    test_data = torchvision.datasets.MNIST(root="./mnist", train=False)
+    test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.0
+    cnn = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+    opt = torch.optim.Adam(cnn.parameters())
+    for x, y in DataLoader(train_data, batch_size=50):
+        nn.functional.cross_entropy(cnn(x), y).backward()
+        opt.step()
+    print(cnn(test_x).argmax(1)[:10])
+    """
+    (d,) = lint(src)
+    assert d.fix is None
+    assert "`test_x` would stay on the host (made by `torchvision.datasets.MNIST`)" in d.message

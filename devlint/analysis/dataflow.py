@@ -13,8 +13,9 @@ Flow-insensitive and per scope (a function body, or the module body), from the C
   site a port can place: a torch factory, ``torch.from_numpy``) or ``HOST`` (a value whose
   origin is unknown or that cannot move: an unknown call, a parameter nobody passes, an
   imported name, ``x.cpu()``). Python non-tensors (numbers, ``len(x)``, ``x.size(0)``,
-  ``x.shape``) contribute no leaf. Each leaf carries the innermost *name* it was reached
-  through, so a message can say which value stays behind.
+  ``x.shape``, ``torch.float32``) contribute no leaf. A HOST leaf carries the outermost name
+  it was reached through (the value as the model meets it), an ORIGIN leaf the name it is
+  bound to, so a message can say which value stays behind.
 """
 
 from __future__ import annotations
@@ -206,7 +207,9 @@ class Origins:
             leaves = self._resolve(name)
         finally:
             self.visiting.discard(key)
-        leaves = frozenset(lf._replace(name=name) if lf.name is None else lf for lf in leaves)
+        # a value that stays behind is named as the model meets it (the outermost name); a
+        # creation site keeps the name it is bound to
+        leaves = frozenset(lf._replace(name=name) if lf.name is None or lf.kind == HOST else lf for lf in leaves)
         if not self._cut:
             self._memo[name] = leaves
         self._cut = self._cut or outer_cut
@@ -223,7 +226,7 @@ class Origins:
                                        f"`{self.fn.name.value}` whose callers are unknown")})
             if self.outer is not None:
                 return self.outer.name_leaves(name)
-            if name in self.facts.aliases:
+            if name in self.facts.aliases and not self.facts.aliases[name].startswith("torch"):
                 return frozenset({Leaf(HOST, self.body, None, "imported")})
             return frozenset()
         out: set = set()
@@ -250,7 +253,9 @@ class Origins:
                           cst.ConcatenatedString, cst.Lambda, cst.Ellipsis)):
             return frozenset()
         if isinstance(e, cst.Attribute):
-            return frozenset() if e.attr.value in HOST_ATTRS else self.leaves(e.value)
+            if e.attr.value in HOST_ATTRS or (self.facts.qualname(e) or "").startswith("torch."):
+                return frozenset()  # `x.shape`; `torch.float32`, `torch.FloatTensor`: no tensor
+            return self.leaves(e.value)
         if isinstance(e, cst.Subscript):
             return self.leaves(e.value)
         if isinstance(e, cst.Call):
