@@ -8,7 +8,7 @@ import libcst as cst
 from devlint.analysis.batches import BatchLoop, Loaders, dataset_classes, dataset_inputs
 from devlint.analysis.checkpoints import is_test_file
 from devlint.analysis.dataflow import DEVICE, HOST, ORIGIN, Leaf, Origins, is_functional_loss, names_read, \
-    params_of
+    operands, passed_args
 from devlint.analysis.scripts import device_aware, model_constructions, smoke_test_library
 from devlint.callargs import with_keyword
 from devlint.diagnostic import Applicability
@@ -322,22 +322,13 @@ class MissingDevicePlacement(Rule):
 
     def _passed(self, sc: _Scope, name: str) -> Optional[frozenset]:
         """What the file's calls of ``sc``'s function pass for parameter ``name``."""
-        fn = sc.node
-        pos = params_of(fn).index(name)
-        out: set = set()
-        for caller in self.scopes:
-            for n in nodes(caller.body):
-                if not (isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == fn.name.value):
-                    continue
-                if any(a.star for a in n.args):
-                    return None
-                positional = pos < len(fn.params.posonly_params) + len(fn.params.params)
-                a = call_arg(n, pos if positional else None, name)
-                if a is not None:
-                    out |= caller.flow.leaves(a.value)
-        return frozenset(out) if out else None
+        flows = {id(c.body): c.flow for c in self.scopes}
+        args = passed_args(sc.node, name, [c.body for c in self.scopes])
+        out: frozenset = frozenset()
+        for body, expr in args or ():
+            out |= flows[id(body)].leaves(expr)
+        return out or None
 
-    # ---- per-scope placement -------------------------------------------------------------
     def _loaders(self, sc: _Scope) -> Loaders:
         return Loaders(self.facts, self.ctx.module, sc.body, self.datasets_classes, sc.seeds_loaders)
 
@@ -374,7 +365,7 @@ class MissingDevicePlacement(Rule):
         for _ in range(10):
             changed = False
             for op in ops:
-                parts = [flow.leaves(p) for p in self._operands(op)]
+                parts = [flow.leaves(p) for p in operands(op)]
                 if any(self._on_device(ls) for ls in parts):
                     for ls in parts:
                         for lf in ls:
@@ -414,19 +405,6 @@ class MissingDevicePlacement(Rule):
             why = lf.why or f"it also feeds `{self.dataset_inputs.get(lf.name, '')}`"
             self.leftovers.setdefault(label, why)
         return False
-
-    @staticmethod
-    def _operands(e: cst.CSTNode) -> list:
-        if isinstance(e, cst.Call):
-            recv = [e.func.value] if isinstance(e.func, cst.Attribute) else []
-            return recv + [a.value for a in e.args]
-        if isinstance(e, cst.BinaryOperation):
-            return [e.left, e.right]
-        if isinstance(e, cst.AugAssign):
-            return [e.target, e.value]
-        if isinstance(e, cst.Comparison):
-            return [e.left, *(c.comparator for c in e.comparisons)]
-        return []
 
     def _opaque_use(self, call: cst.Call, models: set) -> None:
         """A model handed to code this file cannot see may be fed tensors there."""

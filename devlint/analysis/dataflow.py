@@ -29,6 +29,7 @@ from devlint.facts import DEVICE_LESS_FACTORIES, call_arg, dotted
 from devlint.walk import children, nodes, statements
 
 DEVICE, ORIGIN, HOST = "device", "origin", "host"
+_MAX_DEPTH = 60  # nested expressions / names followed at once (a 500-term sum is not followed)
 
 # reads that give Python values (or metadata), never a tensor that must be placed
 HOST_ATTRS = frozenset({"shape", "dtype", "ndim", "device", "is_cuda", "requires_grad", "grad_fn"})
@@ -184,6 +185,7 @@ class Origins:
         self._memo: dict = {}
         self._local: list = []  # comprehension bindings: [{name: leaves}]
         self._cut = False
+        self._depth = 0
 
     # ---- names -------------------------------------------------------------------------
     def name_leaves(self, name: str) -> frozenset:
@@ -247,6 +249,15 @@ class Origins:
 
     # ---- expressions -------------------------------------------------------------------
     def leaves(self, e: cst.CSTNode) -> frozenset:
+        if len(self.visiting) > _MAX_DEPTH or self._depth > _MAX_DEPTH:
+            return frozenset({Leaf(HOST, e, None, "too deep to follow")})  # no RecursionError
+        self._depth += 1
+        try:
+            return self._leaves(e)
+        finally:
+            self._depth -= 1
+
+    def _leaves(self, e: cst.CSTNode) -> frozenset:
         if isinstance(e, cst.Name):
             return self.name_leaves(e.value)
         if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.FormattedString,
@@ -336,3 +347,36 @@ class Origins:
                 return frozenset({Leaf(HOST, call, None, "moved to the CPU")})
             return self.leaves(call.func.value) | self._union([a.value for a in call.args])
         return frozenset({Leaf(HOST, call, None, f"made by `{d or 'a call'}`")})
+
+
+def operands(e: cst.CSTNode) -> list:
+    """The values an operation combines: a call's receiver and arguments, both sides of a
+    binary operation or comparison, the target and value of ``x += v``."""
+    if isinstance(e, cst.Call):
+        recv = [e.func.value] if isinstance(e.func, cst.Attribute) else []
+        return recv + [a.value for a in e.args]
+    if isinstance(e, cst.BinaryOperation):
+        return [e.left, e.right]
+    if isinstance(e, cst.AugAssign):
+        return [e.target, e.value]
+    if isinstance(e, cst.Comparison):
+        return [e.left, *(c.comparator for c in e.comparisons)]
+    return []
+
+
+def passed_args(fn: cst.FunctionDef, name: str, bodies) -> Optional[list]:
+    """``[(body, expr)]``: what each call ``fn(...)`` in ``bodies`` passes for parameter ``name``
+    (a call that leaves it to its default passes nothing); None when a call uses ``*args``."""
+    p = fn.params
+    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    pos = positional.index(name) if name in positional else None
+    out = []
+    for body in bodies:
+        for n in nodes(body):
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == fn.name.value:
+                if any(a.star for a in n.args):
+                    return None
+                a = call_arg(n, pos, name)
+                if a is not None:
+                    out.append((body, a.value))
+    return out
