@@ -8,7 +8,7 @@ import libcst as cst
 from devlint.analysis.batches import BatchLoop, Loaders, dataset_classes, dataset_inputs
 from devlint.analysis.checkpoints import is_test_file
 from devlint.analysis.dataflow import DEVICE, HOST, ORIGIN, Leaf, Origins, is_functional_loss, names_read, \
-    operands, passed_args
+    operands, passed_args, returned_values
 from devlint.analysis.scripts import device_aware, model_constructions, smoke_test_library
 from devlint.callargs import with_keyword
 from devlint.diagnostic import Applicability
@@ -201,6 +201,7 @@ class MissingDevicePlacement(Rule):
         self.reasons: list = []  # why a complete port is still unsafe
         self.leftovers: dict = {}  # value that would stay on the host -> why
         self.loop_why: dict = {}  # a loader loop whose batch cannot be moved -> why
+        self._following: set = set()  # functions of the file whose returns are being followed
         self.scopes = scopes
 
         by_scope: dict = {}
@@ -228,7 +229,7 @@ class MissingDevicePlacement(Rule):
         visiting: set = set()
         for sc in scopes:
             sc.flow = Origins(self.facts, sc.body, sc.node, outer=scopes[0].flow, visiting=visiting,
-                              call_leaf=lambda c, sc=sc: self._model_call(sc, c),
+                              call_leaf=lambda c, sc=sc: self._model_call(sc, c) or self._local_call(sc, c),
                               loop_leaf=lambda lp, name, sc=sc: self._loop_leaf(sc, lp, name),
                               name_leaf=lambda n, sc=sc: frozenset() if n in self._callables(sc) else None,
                               param_leaves=lambda o, n, sc=sc: self._passed(sc, n))
@@ -307,11 +308,48 @@ class MissingDevicePlacement(Rule):
 
     def _model_call(self, sc: _Scope, call: cst.Call) -> Optional[frozenset]:
         f, models = call.func, self._callables(sc)
-        if (isinstance(f, cst.Name) and f.value in models) or (
+        if (isinstance(f, cst.Name) and (f.value in models or self._model_alias(sc, f.value))) or (
                 isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in models
                 and f.attr.value not in _MODULE_API):  # model(x), model.forward(x), model.predict(x)
             return frozenset({Leaf(DEVICE, call, None)})
         return None
+
+    def _model_alias(self, sc: _Scope, name: str) -> bool:
+        """``for net in [net_a, net_b]:`` / ``for net, opt in zip(nets, opts):`` over the models."""
+        if sc.flow is None or name in self._callables(sc):
+            return False
+        sites = sc.flow.binds.get(name, [])
+        for site in sites:
+            seq = site.value
+            if site.kind != "for":
+                return False
+            if isinstance(seq, cst.Name):
+                seqs = sc.flow.binds.get(seq.value) or (self.scopes[0].flow.binds.get(seq.value, []))
+                if len(seqs) != 1:
+                    return False
+                seq = seqs[0].value
+            if not (isinstance(seq, (cst.List, cst.Tuple)) and seq.elements and all(
+                    isinstance(e.value, cst.Name) and e.value.value in self._callables(sc) for e in seq.elements)):
+                return False
+        return bool(sites)
+
+    def _local_call(self, sc: _Scope, call: cst.Call) -> Optional[frozenset]:
+        """A function of the file: its value comes from what it returns."""
+        fn = self.functions.get(call.func.value) if isinstance(call.func, cst.Name) else None
+        if fn is None or fn.name.value in self._following:
+            return None
+        callee = next(c for c in self.scopes if c.node is fn)
+        values = returned_values(fn)
+        if not values:
+            return None
+        self._following.add(fn.name.value)
+        try:
+            out: frozenset = frozenset()
+            for v in values:
+                out |= callee.flow.leaves(v)
+            return out
+        finally:
+            self._following.discard(fn.name.value)
 
     def _loop_leaf(self, sc: _Scope, loop: cst.For, name: str) -> Optional[frozenset]:
         lp = next((lp for lp in sc.moved if lp.node is loop), None)

@@ -612,7 +612,7 @@ def test_the_leftover_is_named_as_the_model_meets_it():
 
     train_data = torchvision.datasets.MNIST(root="./mnist", train=True)
     test_data = torchvision.datasets.MNIST(root="./mnist", train=False)
-    test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.0
+    test_x = torch.unsqueeze(test_data.data, dim=1).float()[:2000] / 255.0
     cnn = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
     opt = torch.optim.Adam(cnn.parameters())
     for x, y in DataLoader(train_data, batch_size=50):
@@ -623,3 +623,87 @@ def test_the_leftover_is_named_as_the_model_meets_it():
     (d,) = lint(src)
     assert d.fix is None
     assert "`test_x` would stay on the host (made by `torchvision.datasets.MNIST`)" in d.message
+
+
+@pytest.mark.parametrize("make_x, why", [
+    # `.type(torch.FloatTensor)` converts to a CPU tensor type: on a GPU it moves `x` back
+    ("x = torch.cat((torch.zeros(4, 2), torch.ones(4, 2))).type(torch.FloatTensor)",
+     "`x` would stay on the host (converted to a CPU tensor type)"),
+    # the legacy constructor makes a CPU tensor and takes no `device=`
+    ("x = torch.FloatTensor([[0.0, 1.0]] * 8)", "`x` would stay on the host (a CPU tensor type `torch.FloatTensor`)"),
+])
+def test_cpu_tensor_types_offer_no_fix(make_x, why):
+    src = textwrap.dedent("""\
+    import torch
+    from torch import nn
+
+    net = nn.Linear(2, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    {make_x}
+    for t in range(3):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+    """).format(make_x=make_x)
+    (d,) = lint(src)
+    assert d.fix is None and why in d.message
+
+
+def test_models_trained_in_a_loop_over_a_list_of_them():
+    """The optimizer-comparison tutorial: `for net, opt in zip(nets, optimizers): net(b_x)`."""
+    src = """\
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    loader = DataLoader(TensorDataset(torch.randn(8, 1), torch.randn(8, 1)), batch_size=4)
+    net_a, net_b = nn.Linear(1, 1), nn.Linear(1, 1)
+    net_sgd = nn.Linear(1, 1)
+    net_adam = nn.Linear(1, 1)
+    nets = [net_sgd, net_adam]
+    opts = [torch.optim.SGD(net_sgd.parameters(), lr=0.1), torch.optim.Adam(net_adam.parameters())]
+    loss_func = nn.MSELoss()
+    history = [[], []]
+    for b_x, b_y in loader:
+        for net, opt, hist in zip(nets, opts, history):
+            loss = loss_func(net(b_x), b_y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            hist.append(loss.data.numpy())
+    print([round(float(h[-1]), 4) for h in history])
+    """
+    (d,) = lint(src)
+    assert d.fix.applicability is Applicability.SAFE
+    fixed = fix(src)
+    assert "net_sgd = nn.Linear(1, 1).to(device)" in fixed and "net_adam = nn.Linear(1, 1).to(device)" in fixed
+    assert "    b_x, b_y = b_x.to(device), b_y.to(device)\n" in fixed
+    assert "hist.append(loss.data.cpu().numpy())" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_a_tensor_returned_by_a_function_of_the_file_is_placed_where_it_is_made():
+    src = """\
+    import numpy as np
+    import torch
+    from torch import nn
+
+
+    def real_samples(n):
+        return torch.from_numpy(np.linspace(-1, 1, n * 3).reshape(n, 3)).float()
+
+
+    torch.manual_seed(0)
+    D = nn.Sequential(nn.Linear(3, 1), nn.Sigmoid())
+    opt = torch.optim.Adam(D.parameters())
+    for step in range(2):
+        loss = -torch.log(D(real_samples(4))).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(round(loss.item(), 4))
+    """
+    fixed = fix(src)
+    assert "return torch.from_numpy(np.linspace(-1, 1, n * 3).reshape(n, 3)).to(device).float()" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))

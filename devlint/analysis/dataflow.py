@@ -38,6 +38,13 @@ HOST_METHODS = frozenset({"size", "dim", "item", "tolist", "numel", "numpy", "ne
 _SCALAR_BUILTINS = frozenset({"int", "float", "len", "range", "str", "bool", "round", "print", "repr",
                               "isinstance", "hasattr", "getattr", "id", "type", "format", "abs", "min", "max"})
 _PASS_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "zip", "enumerate", "iter", "next", "sum"})
+# top-level torch functions that return no tensor (or none a port places): their result is no value to place
+_TORCH_NO_TENSOR = frozenset({"is_tensor", "is_floating_point", "numel", "manual_seed", "seed", "initial_seed",
+                              "get_default_dtype", "set_default_dtype", "no_grad", "enable_grad", "inference_mode",
+                              "set_grad_enabled", "is_grad_enabled", "Size", "device", "dtype", "finfo", "iinfo",
+                              "compile", "load", "save", "set_printoptions", "use_deterministic_algorithms",
+                              "Generator", "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads",
+                              "broadcast_shapes", "promote_types", "result_type", "can_cast"})
 _FUNCTIONAL_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
                                 "kl_div", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
                                 "ctc_loss", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
@@ -316,6 +323,13 @@ class Origins:
         finally:
             self._local.pop()
 
+    def _cpu_type(self, e: cst.BaseExpression) -> bool:
+        """``torch.FloatTensor`` / ``"torch.LongTensor"``: ``x.type(...)`` of it lives on the CPU."""
+        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        q = self.facts.qualname(e) or ""
+        return q.count(".") == 1 and q.startswith("torch.") and q.endswith("Tensor")
+
     def _call(self, call: cst.Call) -> frozenset:
         known = self.call_leaf(call)
         if known is not None:
@@ -330,13 +344,18 @@ class Origins:
             return frozenset({Leaf(HOST, call, None, f"comes from `{d or q}`")})
         if q is not None and q.startswith("torch."):
             last = q.rsplit(".", 1)[-1]
+            if q.count(".") == 1 and last.endswith("Tensor"):  # torch.FloatTensor(data): a CPU type
+                return frozenset({Leaf(HOST, call, None, f"a CPU tensor type `{d}`")})
             if q.count(".") == 1 and (last in DEVICE_LESS_FACTORIES or last in ("as_tensor", "from_numpy")) \
                     and factory_takes_device(last, call):
                 if any(a.star for a in call.args) or call_arg(call, None, "generator") is not None \
                         or call_arg(call, None, "out") is not None:
                     return frozenset({Leaf(HOST, call, None, "a factory with a CPU `generator=`/`out=`")})
                 return frozenset({Leaf(ORIGIN, call, None)})
-            return self._union([a.value for a in call.args])  # torch.cat, F.relu, ...: the inputs' place
+            inputs = self._union([a.value for a in call.args])  # torch.cat, F.relu, ...: the inputs' place
+            if not inputs and q.count(".") == 1 and last not in _TORCH_NO_TENSOR:
+                return frozenset({Leaf(HOST, call, None, f"made by `{d}`")})  # torch.hann_window(n) ...
+            return inputs
         if q is not None:
             return frozenset({Leaf(HOST, call, None, f"made by `{d or q}`")})
         if isinstance(call.func, cst.Attribute):
@@ -345,6 +364,8 @@ class Origins:
                 return frozenset()
             if meth == "cpu":
                 return frozenset({Leaf(HOST, call, None, "moved to the CPU")})
+            if meth == "type" and call.args and self._cpu_type(call.args[0].value):
+                return frozenset({Leaf(HOST, call, None, "converted to a CPU tensor type")})
             return self.leaves(call.func.value) | self._union([a.value for a in call.args])
         return frozenset({Leaf(HOST, call, None, f"made by `{d or 'a call'}`")})
 
@@ -380,3 +401,8 @@ def passed_args(fn: cst.FunctionDef, name: str, bodies) -> Optional[list]:
                 if a is not None:
                     out.append((body, a.value))
     return out
+
+
+def returned_values(fn: cst.FunctionDef) -> list:
+    """The expressions ``fn`` returns (nested functions and classes excluded)."""
+    return [n.value for n in statements(fn.body) if isinstance(n, cst.Return) and n.value is not None]
