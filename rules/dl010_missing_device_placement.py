@@ -7,9 +7,9 @@ import libcst as cst
 
 from devlint.analysis.batches import BatchLoop, Loaders, dataset_classes, dataset_inputs
 from devlint.analysis.checkpoints import is_test_file
-from devlint.analysis.dataflow import DEVICE, HOST, ORIGIN, Leaf, Origins, is_functional_loss, names_read, \
+from devlint.analysis.dataflow import DEVICE, HOST, ORIGIN, Leaf, Origins, is_functional_loss, \
     operands, passed_args, returned_values
-from devlint.analysis.scripts import device_aware, model_constructions, smoke_test_library
+from devlint.analysis.scripts import device_aware, fed_models, model_constructions, smoke_test_library
 from devlint.callargs import with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import call_arg, dotted
@@ -59,7 +59,6 @@ class _Edits(cst.CSTTransformer):
 class _Scope:
     node: Optional[cst.CSTNode]  # FunctionDef or None (module level)
     body: cst.CSTNode
-    seeds_models: set = field(default_factory=set)
     seeds_loaders: dict = field(default_factory=dict)  # param name -> origin known
     models: set = field(default_factory=set)
     moved: set = field(default_factory=set)  # loops whose batch is moved
@@ -208,9 +207,10 @@ class MissingDevicePlacement(Rule):
         for sc, node, name in found:
             by_scope.setdefault(id(sc), (sc, []))[1].append((node, name))
         fed_any = []
-        callee_seeds: dict = {}
+        callee_seeds: dict = {}  # function name -> (parameters given a model, parameters given a loader)
         for sc, items in by_scope.values():
-            fed = self._fed(sc, items, callee_seeds)
+            fed = fed_models(self.facts, self.functions, sc.node, sc.body, {name for _, name in items},
+                             self._loaders(sc).names, callee_seeds)
             fed_any.extend((sc, node, name) for node, name in items if name in fed)
         if not fed_any:
             return
@@ -223,8 +223,8 @@ class MissingDevicePlacement(Rule):
         for sc in scopes:
             seeds = callee_seeds.get(sc.node.name.value if sc.node is not None else None)
             if seeds is not None:
-                sc.models |= seeds.seeds_models
-                sc.seeds_loaders = seeds.seeds_loaders
+                sc.models |= seeds[0]
+                sc.seeds_loaders = seeds[1]
         self.dataset_inputs = dataset_inputs(module, self.facts, self.datasets_classes)
         visiting: set = set()
         for sc in scopes:
@@ -244,59 +244,6 @@ class MissingDevicePlacement(Rule):
                 self._edit(n, "load", lambda u: with_keyword(u, "map_location", self.dev))
         primary = [f for f in fed_any if not (isinstance(f[1].value, cst.Call) and self._is_loss(f[1].value))]
         self._report(module, (primary or fed_any)[0], choice)
-
-    def _fed(self, sc: _Scope, items: list, callee_seeds: dict) -> set:
-        names = {name for _, name in items}
-        fed = set()
-        has_loop = False
-        for n in nodes(sc.body):
-            if isinstance(n, cst.For):
-                has_loop = True
-            if not isinstance(n, cst.Call):
-                continue
-            if isinstance(n.func, cst.Name) and n.func.value in names:
-                fed.add(n.func.value)
-            q = self.facts.qualname(n.func) or ""
-            if q.startswith("torch.optim.") and n.args:
-                for name in names_read(n.args[0].value) & names:
-                    fed.add(("optim", name))
-            if isinstance(n.func, cst.Name) and n.func.value in self.functions:
-                self._seed_callee(sc, n, names, callee_seeds, fed)
-        out = {f for f in fed if isinstance(f, str)}
-        if has_loop:
-            out |= {f[1] for f in fed if isinstance(f, tuple)}
-        return out
-
-    def _seed_callee(self, sc: _Scope, call: cst.Call, models: set, callee_seeds: dict, fed: set) -> None:
-        fn = self.functions[call.func.value]
-        if fn is sc.node:
-            return
-        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        kw = {p.name.value for p in fn.params.kwonly_params} | set(params)
-        loaders = self._loaders(sc).names
-        fed_params: set = set()
-        loader_params: dict = {}
-        for i, a in enumerate(call.args):
-            if a.star:
-                break
-            pname = a.keyword.value if a.keyword is not None else (params[i] if i < len(params) else None)
-            if pname is None or pname not in kw or not isinstance(a.value, cst.Name):
-                continue
-            v = a.value.value
-            if v in models:
-                called = any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == pname
-                             for n in nodes(fn.body))
-                if called:
-                    fed.add(v)
-                    fed_params.add(pname)
-            elif v in loaders:
-                loader_params[pname] = loaders[v]
-        if not fed_params:
-            return  # batches only need the device where they meet the model
-        seeds = callee_seeds.setdefault(fn.name.value, _Scope(fn, fn.body))
-        seeds.seeds_models |= fed_params
-        for pname, known in loader_params.items():
-            seeds.seeds_loaders[pname] = seeds.seeds_loaders.get(pname, True) and known
 
     # ---- where values come from (devlint.analysis.dataflow) ------------------------------
     def _callables(self, sc: _Scope) -> set:

@@ -6,7 +6,8 @@
   smoke test (a ``__main__`` block or a ``def test():`` that runs a model once), with no
   training anywhere;
 * ``device_aware(module, facts)``: the file's code already deals with devices;
-* ``model_constructions(facts, fn, body)``: ``name = <nn.Module>(...)`` statements of one scope.
+* ``model_constructions(facts, fn, body)``: ``name = <nn.Module>(...)`` statements of one scope;
+* ``fed_models(...)``: which of them are fed data (called, trained, or handed to a helper).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.dataflow import names_read
 from devlint.facts import MODULE, dotted, string_value
 from devlint.walk import nodes, statements
 
@@ -128,3 +130,57 @@ def model_constructions(facts, fn: Optional[cst.FunctionDef], body: cst.CSTNode)
                     and isinstance(c.func.value, cst.Name) and c.func.attr.value in _MODULE_USE}
         if name in used:
             yield n, name
+
+
+def fed_models(facts, functions: dict, fn: Optional[cst.FunctionDef], body: cst.CSTNode, names: set,
+               loaders: dict, seeds: dict) -> set:
+    """Which of ``names`` (models built in one scope) are fed data: called (``model(x)``), trained
+    (their parameters go to a ``torch.optim`` optimizer in a scope that loops), or passed to a
+    function of the file (``functions``: name -> FunctionDef) that calls the parameter.
+
+    For such a function, ``seeds[fn_name] = (model_params, loader_params)`` collects the
+    parameters that receive a model and those that receive a loader of ``loaders`` (name ->
+    whether it yields tensors): its batches need the device too.
+    """
+    fed: set = set()
+    trained: set = set()
+    has_loop = False
+    for n in nodes(body):
+        if isinstance(n, cst.For):
+            has_loop = True
+        if not isinstance(n, cst.Call):
+            continue
+        if isinstance(n.func, cst.Name) and n.func.value in names:
+            fed.add(n.func.value)
+        if (facts.qualname(n.func) or "").startswith("torch.optim.") and n.args:
+            trained |= names_read(n.args[0].value) & names
+        callee = functions.get(n.func.value) if isinstance(n.func, cst.Name) else None
+        if callee is not None and callee is not fn:
+            fed |= _seed_callee(callee, n, names, loaders, seeds)
+    return fed | (trained if has_loop else set())
+
+
+def _seed_callee(fn: cst.FunctionDef, call: cst.Call, models: set, loaders: dict, seeds: dict) -> set:
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    kw = {p.name.value for p in fn.params.kwonly_params} | set(params)
+    fed, fed_params, loader_params = set(), set(), {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            break
+        pname = a.keyword.value if a.keyword is not None else (params[i] if i < len(params) else None)
+        if pname is None or pname not in kw or not isinstance(a.value, cst.Name):
+            continue
+        v = a.value.value
+        if v in models:
+            if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == pname
+                   for n in nodes(fn.body)):
+                fed.add(v)
+                fed_params.add(pname)
+        elif v in loaders:
+            loader_params[pname] = loaders[v]
+    if fed_params:  # batches only need the device where they meet the model
+        got_models, got_loaders = seeds.setdefault(fn.name.value, (set(), {}))
+        got_models |= fed_params
+        for pname, known in loader_params.items():
+            got_loaders[pname] = got_loaders.get(pname, True) and known
+    return fed
