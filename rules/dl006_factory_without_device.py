@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
+from devlint.analysis.hostflow import declares_host, ends_placed
 from devlint.analysis.usage import factory_of_chain, is_zero_dim, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
 from devlint.rule import Invalid, Rule, safe, unsafe
@@ -274,6 +275,10 @@ class FactoryWithoutDevice(Rule):
             if use.moved_next(node) or use.placed_later(node) or \
                     use.host_only(node, self._callers_keep_on_host(method, cls)):
                 continue  # placed by the next statement / only logged, indexed, read back on the host
+            if ends_placed(node, method, cls):
+                continue  # a host-only computation that leaves moved / registered / to callers that place it
+            if declares_host(method):
+                continue  # `host = torch.device("cpu")`; `x.to(host)`: the method computes on the host on purpose
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")
             self.report(node, msg, self._fix(node, factory, method, cls))
