@@ -139,6 +139,28 @@ class FactoryWithoutDevice(Rule):
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x):\n        cols = torch.arange(2)\n        y = x[:, cols] * torch.zeros(())\n"
         "        print(torch.ones(1))\n        return {'out': y, 'n': torch.tensor(len(x))}\n",
+        # a host computation rebound along the way, then moved (diffusers FIR kernels)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, kernel=(1, 3, 3, 1), gain=1):\n        k = torch.tensor(kernel, dtype=torch.float32)\n"
+        "        k = torch.outer(k, k)\n        k /= torch.sum(k)\n        k = k * gain\n"
+        "        return x + k.to(x.device).sum()\n",
+        # a table filled on the host, returned to callers that register or place it (kornia, timm)
+        "import torch\nfrom torch import nn\nclass PE(nn.Module):\n"
+        "    def __init__(self, d: int):\n        super().__init__()\n        self.d = d\n"
+        "        self.register_buffer('pe', self.build((4, 4)))\n"
+        "    def build(self, shape: tuple):\n        pe = torch.zeros((self.d, *shape))\n"
+        "        y = torch.ones(shape).cumsum(0).float().unsqueeze(0)\n"
+        "        pe[0::2] = torch.sin(y)\n        pe[1::2] = torch.cos(y)\n        return pe.unsqueeze(0)\n"
+        "    def forward(self, x):\n        if x.size(-1) != self.pe.size(-1):\n"
+        "            self.pe = self.build(x.shape[-2:]).to(x.device)\n        return x + self.pe\n",
+        # Python data returned to the caller (it has to cross to a device by a copy anyway)
+        "import torch\nfrom torch import nn\nclass Matcher(nn.Module):\n"
+        "    def forward(self, scores, groups):\n        idx = solve(scores.cpu())\n"
+        "        return [(torch.tensor(i), torch.tensor(j)) for i, j in idx]\n",
+        # a method that computes on a declared host device on purpose
+        "import torch\nfrom torch import nn\nclass R(nn.Module):\n"
+        "    def forward(self, x):\n        host = torch.device('cpu')\n        xh = x.to(host).double()\n"
+        "        t = torch.eye(3, dtype=torch.float64)\n        return (xh @ t).to(x.device)\n",
     ]
     INVALID = [
         Invalid(

@@ -85,3 +85,74 @@ def test_dl005_xla_files():
     src = "import torch\nimport torch_xla.core.xla_model as xm\ndef load(path):\n    return torch.load(path)\n"
     assert codes(src, "DL005") == []
     assert codes(src.replace("import torch_xla.core.xla_model as xm\n", ""), "DL005") == [(3, "DL005")]
+
+
+# ---- DL006 ----------------------------------------------------------------------------------
+MODULE = "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+
+
+def test_dl006_rebound_host_kernel_then_moved():
+    # diffusers downsampling.py / upsampling.py `_downsample_2d`
+    src = MODULE + ("    def forward(self, x, kernel=(1, 3, 3, 1), gain=1):\n"
+                    "        k = torch.tensor(kernel, dtype=torch.float32)\n"
+                    "        if k.ndim == 1:\n            k = torch.outer(k, k)\n        k /= torch.sum(k)\n"
+                    "        k = k * gain\n        pad = k.shape[0] - 1\n"
+                    "        return conv(x, k.to(device=x.device, dtype=x.dtype), pad)\n")
+    assert codes(src, "DL006") == []
+    # combined with the (device) input on the way: the mix DL006 is about
+    mixed = src.replace("        k = k * gain\n", "        k = k * x\n")
+    assert codes(mixed, "DL006") == [(5, "DL006")]
+    # never moved: it reaches `conv` on the host
+    unmoved = src.replace("k.to(device=x.device, dtype=x.dtype)", "k")
+    assert codes(unmoved, "DL006") == [(5, "DL006")]
+
+
+def test_dl006_helper_result_placed_by_every_caller():
+    # lightning demos/transformer.py, blip ctx_clip `_build_causal_attention_mask`
+    src = MODULE + ("    def mask(self, size: int):\n        m = torch.triu(torch.ones(size, size), diagonal=1)\n"
+                    "        m = m.float().masked_fill(m == 1, float('-inf')).masked_fill(m == 0, 0.0)\n"
+                    "        return m\n"
+                    "    def forward(self, x):\n        return x + self.mask(x.size(0)).to(x.device)\n")
+    assert codes(src, "DL006") == []
+    # one caller uses it unmoved
+    src2 = src + "    def other(self, x):\n        return self.forward(x) + self.mask(3)\n"
+    src2 = src2.replace("return x + self.mask(x.size(0)).to(x.device)",
+                        "return x + self.mask(x.size(0)).to(x.device) + self.other(x)")
+    assert codes(src2, "DL006") == [(5, "DL006")]
+
+
+def test_dl006_table_filled_on_host_then_registered_or_placed():
+    # kornia loftr position_encoding.py, timm convit.py get_rel_indices
+    src = MODULE + ("    def __init__(self, d: int):\n        super().__init__()\n        self.d = d\n"
+                    "        pe = self.build((4, 4))\n        self.register_buffer('pe', pe)\n"
+                    "    def build(self, shape: tuple):\n        pe = torch.zeros((self.d, *shape))\n"
+                    "        y = torch.ones(shape).cumsum(0).float().unsqueeze(0)\n"
+                    "        div = torch.exp(torch.arange(0, self.d, 2).float() * 0.5)[:, None, None]\n"
+                    "        pe[0::2] = torch.sin(y * div)\n        return pe.unsqueeze(0)\n"
+                    "    def forward(self, x):\n        if x.size(-1) != self.pe.size(-1):\n"
+                    "            self.pe = self.build(x.shape[-2:]).to(device=self.pe.device)\n"
+                    "        return x + self.pe\n")
+    assert codes(src, "DL006") == []
+    # filled from a device tensor: the table meets the device on the host
+    dev = src.replace("pe[0::2] = torch.sin(y * div)", "pe[0::2] = torch.sin(y * self.pe)")
+    assert [line for line, _ in codes(dev, "DL006")] == [11, 12]
+
+
+def test_dl006_returned_python_data_but_not_returned_host_buffers():
+    # ultralytics HungarianMatcher, torchvision RandomErasing.get_params (`torch.tensor(value)`)
+    src = MODULE + ("    def forward(self, img, value):\n        if value is None:\n"
+                    "            v = torch.empty([3, 2, 2]).normal_()\n        else:\n"
+                    "            v = torch.tensor(value)[:, None, None]\n        return 0, 0, v\n")
+    # the random image-sized buffer drawn on the host is still reported; the data tensor is not
+    assert codes(src, "DL006") == [(6, "DL006")]
+    used = src.replace("        return 0, 0, v\n", "        return 0, 0, v, img + torch.tensor(value)\n")
+    assert codes(used, "DL006") == [(6, "DL006"), (9, "DL006")]
+
+
+def test_dl006_declared_host_device():
+    # kornia ransac.py `_forward_lm`: `host = torch.device("cpu")`, `kp1.to(host)`
+    src = MODULE + ("    def forward(self, x):\n        host = torch.device('cpu')\n        xh = x.to(host).double()\n"
+                    "        t1 = t2 = torch.eye(3, dtype=torch.float64)\n        return (xh @ t1 @ t2).to(x.device)\n")
+    assert codes(src, "DL006") == []
+    undeclared = src.replace("host = torch.device('cpu')", "host = x.device")
+    assert codes(undeclared, "DL006") == [(7, "DL006")]
