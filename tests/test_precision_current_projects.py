@@ -156,3 +156,12 @@ def test_dl006_declared_host_device():
     assert codes(src, "DL006") == []
     undeclared = src.replace("host = torch.device('cpu')", "host = x.device")
     assert codes(undeclared, "DL006") == [(7, "DL006")]
+
+
+# ---- DL007 ----------------------------------------------------------------------------------
+def test_dl007_random_test_inputs_drawn_on_the_host():
+    # timm tests/test_optim.py: `torch.randn(10, 5).to(torch_device)`
+    src = ("import torch\ndef _cases(device):\n    w = torch.randn(10, 5).to(device)\n"
+           "    b = torch.zeros(10).to(device)\n    return w, b\n")
+    assert codes(src, "DL007", "test_optim.py") == [(4, "DL007")]  # the deterministic one still
+    assert codes(src, "DL007", "optim.py") == [(3, "DL007"), (4, "DL007")]
