@@ -165,3 +165,17 @@ def test_dl007_random_test_inputs_drawn_on_the_host():
            "    b = torch.zeros(10).to(device)\n    return w, b\n")
     assert codes(src, "DL007", "test_optim.py") == [(4, "DL007")]  # the deterministic one still
     assert codes(src, "DL007", "optim.py") == [(3, "DL007"), (4, "DL007")]
+
+
+# ---- DL008 ----------------------------------------------------------------------------------
+def test_dl008_synchronize_in_test_code_is_a_barrier():
+    # torch/testing/_internal/distributed/distributed_test.py (test_ddp_*, _run_uneven_inputs_test)
+    loop = ("import torch\nmodel.cuda()\ndef {name}(model, data):\n    for x in data:\n"
+            "        model(x).sum().backward()\n        torch.cuda.synchronize()\n")
+    for name in ("test_join", "_run_uneven_inputs_test"):
+        assert codes(loop.format(name=name), "DL008") == []
+    assert codes(loop.format(name="train"), "DL008", "test_train.py") == []
+    assert codes(loop.format(name="train"), "DL008") == [(6, "DL008")]
+    # a per-step .item() in a test helper is still a sync the loop pays for nothing
+    item = loop.format(name="test_join").replace("torch.cuda.synchronize()", "total = total + model(x).sum().item()")
+    assert codes(item, "DL008") == [(6, "DL008")]
