@@ -81,6 +81,17 @@ def test_dl005_dataset_module_metadata_written_without_placement():
     assert codes(not_dataset, "DL005") == [(9, "DL005")]
 
 
+def test_dl005_repeated_literal_path_saved_and_loaded_in_one_function():
+    # a round trip in one process: the saved devices exist here, whatever they are
+    src = ("import torch\ndef roundtrip(model):\n    torch.save(model.state_dict(), 'ckpt.pt')\n"
+           "    return torch.load('ckpt.pt')\n")
+    assert codes(src, "DL005") == []
+    # loaded by another function (a later run, maybe another machine): reported
+    split = ("import torch\ndef save(model):\n    torch.save(model.state_dict(), 'ckpt.pt')\n"
+             "def load():\n    return torch.load('ckpt.pt')\n")
+    assert codes(split, "DL005") == [(5, "DL005")]
+
+
 def test_dl005_xla_files():
     src = "import torch\nimport torch_xla.core.xla_model as xm\ndef load(path):\n    return torch.load(path)\n"
     assert codes(src, "DL005") == []
