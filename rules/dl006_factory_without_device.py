@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
 from devlint.analysis.hostflow import declares_host, ends_placed
-from devlint.analysis.usage import factory_of_chain, is_zero_dim, usage_of
+from devlint.analysis.usage import factory_of_chain, is_zero_dim, may_touch_device, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -67,7 +67,13 @@ class FactoryWithoutDevice(Rule):
     logged, or returned in a metrics dict (`devlint/analysis/usage.py`); a returned value
     every caller in the class reads on the host or places at once; a table filled in
     place and only used moved (`t.to(device)`); methods memoised by a `*cache*`
-    decorator.
+    decorator. Also not flagged: a host-only computation that leaves moved, registered
+    as a buffer, or returned to callers that place it (through rebindings, derived names
+    and tables filled in place: `devlint/analysis/hostflow.py`), `torch.tensor(<data>)`
+    returned to the caller (Python data crosses to a device by a copy anyway), a method
+    that declares a host device (`host = torch.device("cpu")`; `x.to(host)`), and a
+    private module class (`_Name`) in a file that never names a device (only the file
+    itself runs it, on the host).
 
     ## Why is this bad?
     The factory creates the tensor on the CPU (or the default device) on every call,
@@ -157,6 +163,10 @@ class FactoryWithoutDevice(Rule):
         "import torch\nfrom torch import nn\nclass Matcher(nn.Module):\n"
         "    def forward(self, scores, groups):\n        idx = solve(scores.cpu())\n"
         "        return [(torch.tensor(i), torch.tensor(j)) for i, j in idx]\n",
+        # a private module of a file that never names a device (torchmetrics NISQA)
+        "import torch\nfrom torch import nn\nclass _Pool(nn.Module):\n"
+        "    def forward(self, x, n):\n        mask = torch.arange(x.shape[0])[None, :] < n[:, None]\n"
+        "        return x * mask\n",
         # a method that computes on a declared host device on purpose
         "import torch\nfrom torch import nn\nclass R(nn.Module):\n"
         "    def forward(self, x):\n        host = torch.device('cpu')\n        xh = x.to(host).double()\n"
@@ -272,6 +282,8 @@ class FactoryWithoutDevice(Rule):
         method, cls = self.t.method, self.t.cls
         if self._not_body or method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
             return
+        if cls.name.value.startswith("_") and not may_touch_device(self.facts.source):
+            return  # a private module of a file that never names a device: only this file runs it, on the host
         q = self.facts.qualname(func)
         if q is None or not q.startswith("torch.") or q.count(".") != 1:
             return

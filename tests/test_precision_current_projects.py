@@ -190,3 +190,21 @@ def test_dl008_synchronize_in_test_code_is_a_barrier():
     # a per-step .item() in a test helper is still a sync the loop pays for nothing
     item = loop.format(name="test_join").replace("torch.cuda.synchronize()", "total = total + model(x).sum().item()")
     assert codes(item, "DL008") == [(6, "DL008")]
+
+
+def test_dl006_private_module_of_a_host_only_file():
+    # torchmetrics functional/audio/nisqa.py: `_PoolAttFF`, model built and run on the host only
+    src = ("# distributed under the License is distributed on an \"AS IS\" BASIS\n"
+           "import torch\nfrom torch import nn\nclass _Pool(nn.Module):\n"
+           "    def forward(self, x, n):\n        mask = torch.arange(x.shape[0])[None, :] < n[:, None]\n"
+           "        return x * mask\n")
+    assert codes(src, "DL006") == []
+    assert codes(src.replace("_Pool", "Pool"), "DL006") == [(6, "DL006")]  # public: users may move it
+    assert codes(src + "m = _Pool().cuda()\n", "DL006") == [(6, "DL006")]  # the file places it
+
+
+def test_dl008_licence_header_is_not_a_device():
+    src = ("# distributed under the License is distributed on an \"AS IS\" BASIS\nimport torch\n"
+           "for x in data:\n    loss = model(x).sum()\n    loss.backward()\n    total += loss.item()\n")
+    assert codes(src, "DL008") == []
+    assert codes(src.replace("model(x)", "model(x.cuda())"), "DL008") == [(6, "DL008")]
