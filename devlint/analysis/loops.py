@@ -5,6 +5,10 @@ the file (``("loop", Loop)``, ``("cond", is_guard)``, ``("fn", no_grad)``, ``("n
 the enclosing blocks, the innermost simple statement, and the names read in tests
 (``if``/``while``/``assert``) inside each loop. ``every_iteration`` answers, from a
 snapshot of the frames, which loop a node runs on every iteration of.
+Rules that look at a whole loop body when the loop is left (DL003) use the functions
+at the end: ``loop_bindings`` (what the body rebinds or mutates), ``occasional_nodes``
+(what runs on some iterations only: ``if step % 100 == 0:``), ``simple_statements``
+and ``hoist`` (move statements above the loop).
 A rule mixes it in (``class R(LoopFrames, Rule)``), calls ``init_frames()`` in
 ``__init__`` and may override the ``on_assign`` / ``loop_is_eval`` hooks.
 """
@@ -12,9 +16,12 @@ A rule mixes it in (``class R(LoopFrames, Rule)``), calls ``init_frames()`` in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
+
+from devlint.facts import dotted
+from devlint.walk import children, nodes
 
 NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
 
@@ -256,3 +263,151 @@ class LoopFrames:
 
     def leave_Expr(self, node: cst.Expr) -> None:
         self.smalls.pop()
+
+
+# ---- a loop body as a whole (DL003: asked when the loop is left) -------------------------------
+
+def _bind(target: cst.CSTNode, out: list) -> None:
+    if isinstance(target, cst.Name):
+        out.append(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            _bind(el.value, out)
+    elif isinstance(target, cst.StarredElement):
+        _bind(target.value, out)
+
+
+def target_names(target: cst.CSTNode) -> set:
+    out: list = []
+    _bind(target, out)
+    return set(out)
+
+
+def bindings(node: cst.CSTNode) -> tuple[list, set]:
+    """(names bound under ``node``, one entry per binding; dotted names mutated in place:
+    assigned through an attribute/subscript, by an in-place method ``x.add_()``, via ``.data``)."""
+    bound: list = []
+    mutated: set = set()
+
+    def target(t):
+        _bind(t, bound)
+        if isinstance(t, (cst.Attribute, cst.Subscript)):
+            d = dotted(t) if isinstance(t, cst.Attribute) else None
+            root = t
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+                if isinstance(root, cst.Name):
+                    mutated.add(root.value)
+            if d:
+                mutated.add(d)
+
+    for n in nodes(node):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                target(t.target)
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)):
+            target(n.target)
+        elif isinstance(n, cst.WithItem) and n.asname is not None:
+            target(n.asname.name)
+        elif isinstance(n, cst.ExceptHandler) and n.name is not None:
+            target(n.name.name)
+        elif isinstance(n, (cst.Global, cst.Nonlocal)):
+            bound.extend(x.name.value for x in n.names)
+        elif isinstance(n, (cst.Import, cst.ImportFrom)) and not isinstance(n.names, cst.ImportStar):
+            for al in n.names:
+                nm = al.asname.name if al.asname else al.name
+                bound.append(nm.value if isinstance(nm, cst.Name) else (dotted(nm) or "").split(".")[0])
+        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            bound.append(n.name.value)
+        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
+            meth = n.func.attr.value
+            if meth.endswith("_") and not meth.startswith("_") or meth == "copy_":
+                d = dotted(n.func.value)
+                if d:
+                    mutated.add(d)
+                    mutated.add(d.split(".")[0])
+        elif isinstance(n, cst.Attribute) and n.attr.value == "data":
+            d = dotted(n.value)
+            if d:
+                mutated.add(d)
+    return bound, mutated
+
+
+def loop_bindings(loop: cst.CSTNode) -> tuple[list, set]:
+    """``bindings`` of a loop's body, plus the ``for`` target."""
+    bound, mutated = bindings(loop.body)
+    if isinstance(loop, cst.For):
+        bound = [*bound, *target_names(loop.target)]
+    return bound, mutated
+
+
+def not_every_iteration(test: cst.BaseExpression, loop: cst.CSTNode) -> bool:
+    """An ``if`` test that holds on some iterations only: periodic (``step % 100 == 0``,
+    ``not i % log_every``) or one iteration (``i == 0`` for the loop variable ``i``)."""
+    for n in nodes(test):
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) and not isinstance(
+                n.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+    if isinstance(loop, cst.For) and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        sides = (test.left, c.comparator)
+        if isinstance(c.operator, cst.Equal) and any(isinstance(s, cst.Integer) for s in sides):
+            names = target_names(loop.target)
+            return any(isinstance(s, cst.Name) and s.value in names for s in sides)
+    return False
+
+
+def occasional_nodes(loop: cst.CSTNode) -> set:
+    """The nodes of ``loop``'s body that run on some iterations only (under a
+    ``not_every_iteration`` test); nested loops are left to their own analysis."""
+    out: set = set()
+    stack = [loop.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.If) and not_every_iteration(n.test, loop):
+            out.update(nodes(n.body))
+            if n.orelse is not None:
+                stack.append(n.orelse)
+            continue
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(children(n, trivia=False))
+    return out
+
+
+def simple_statements(body: cst.BaseSuite) -> Iterator[cst.BaseSuite]:
+    """The simple statement lines under ``body`` in source order (into ``if``/``with``/
+    ``try``/nested loops, not into functions or classes)."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        yield body  # has .body of small statements, like a line
+        return
+    for st in body.body:
+        if isinstance(st, cst.SimpleStatementLine):
+            yield st
+        elif isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        else:
+            for attr in ("body", "orelse", "finalbody"):
+                sub = getattr(st, attr, None)
+                if isinstance(sub, cst.If):
+                    yield from simple_statements(cst.IndentedBlock(body=[sub]))
+                elif sub is not None and hasattr(sub, "body"):
+                    yield from simple_statements(sub.body if isinstance(sub, (cst.Else, cst.Finally)) else sub)
+            for h in getattr(st, "handlers", ()):
+                yield from simple_statements(h.body)
+
+
+def hoist(loop, moved: list, inline: dict, new_stmt=None) -> cst.FlattenSentinel:
+    """``loop`` with the ``moved`` statements of its body (or ``new_stmt``) placed above it
+    and the ``inline`` nodes replaced; the loop's leading comments go first."""
+    body = loop.body
+    for old, repl in inline.items():
+        body = body.deep_replace(old, repl)
+    if moved:
+        keep = [s for s in body.body if s not in moved] or [cst.SimpleStatementLine([cst.Pass()])]
+        body = body.with_changes(body=keep)
+        head = [s.with_changes(leading_lines=[*loop.leading_lines, *s.leading_lines]) if i == 0 else s
+                for i, s in enumerate(moved)]
+    else:
+        head = [new_stmt.with_changes(leading_lines=loop.leading_lines)]
+    return cst.FlattenSentinel([*head, loop.with_changes(body=body, leading_lines=())])

@@ -1,0 +1,185 @@
+"""Where a call sends a value: to a device, back to the host, or nowhere (DL003).
+
+Answered from the CST alone:
+
+* ``device_target``: the device a ``.to(...)`` / ``.cuda()`` / ``tensor(..., device=)``
+  moves to, when it is evidently not the CPU;
+* ``host_receiver``: the receiver of a device->host conversion (``t.cpu()``, ``.item()``...);
+* ``host_flow``: whether an expression's value is computed on the host from a host value
+  through known operations only (arithmetic, NumPy, ``math``, builtins, the value's own
+  methods): an unknown function in between may need the host (an RPC, a C extension);
+* ``may_mutate`` / ``escapes``: whether a call might change a tensor passed to it in place.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from devlint.facts import call_arg, dotted, is_cuda_string, string_value
+from devlint.walk import children, nodes
+
+HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
+MOVE_METHODS = frozenset({"to", "cuda"})
+# builtins a host value may pass through and stay a host value (no device knowledge in them)
+_HOST_BUILTINS = frozenset({"float", "int", "bool", "abs", "round", "min", "max", "sum", "list", "tuple",
+                            "len", "sorted", "reversed", "divmod", "pow"})
+_PURE_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "bool", "isinstance", "round", "format"})
+_HOST_MODULES = ("numpy.", "math.")
+
+
+def device_target(facts, call: cst.Call, keyword_only: bool = False) -> Optional[cst.BaseExpression]:
+    """The device ``call`` moves to (``cuda`` for ``.cuda()``), when it is not the CPU."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not keyword_only:
+        return cst.Name("cuda")  # marker: the default CUDA device
+    a = call_arg(call, None if keyword_only else 0, "device")
+    if a is None:
+        return None
+    v = a.value
+    if isinstance(v, cst.SimpleString):
+        return v if is_cuda_string(v) else None
+    if isinstance(v, cst.Call) and facts.is_torch(v.func, "torch.device"):
+        return v if v.args and string_value(v.args[0].value) != "cpu" else None
+    d = dotted(v)
+    if d is None:
+        return None
+    last = d.rsplit(".", 1)[-1].lower()
+    if d in {dv.name for dv in facts.device_vars} or "device" in last or last in ("dev", "gpu"):
+        return v
+    return None
+
+
+def is_move(facts, node: cst.CSTNode) -> bool:
+    """``x.to(device)`` / ``x.cuda()``: a move of ``x`` to a (non-CPU) device."""
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in MOVE_METHODS and device_target(facts, node) is not None)
+
+
+def host_receiver(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The receiver of a device->host conversion (``t.cpu()``, ``t.to("cpu")``...), else None."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return None
+    meth = node.func.attr.value
+    if meth in HOST_METHODS:
+        return node.func.value
+    if meth == "to":
+        a = call_arg(node, 0, "device")
+        if a is not None and string_value(a.value) == "cpu":
+            return node.func.value
+    return None
+
+
+def host_flow(facts, expr: cst.BaseExpression, source: Callable[[cst.CSTNode], bool], host: set) -> bool:
+    """``expr`` is computed from a ``source`` node (or a name in ``host``) by known host
+    operations only: arithmetic, subscripts, the value's own methods, NumPy / ``math`` /
+    builtins. A call of any other function in between stops the flow."""
+    if source(expr):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in host
+    if isinstance(expr, cst.BinaryOperation):
+        return host_flow(facts, expr.left, source, host) or host_flow(facts, expr.right, source, host)
+    if isinstance(expr, cst.UnaryOperation):
+        return host_flow(facts, expr.expression, source, host)
+    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+        return host_flow(facts, expr.value, source, host)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return any(host_flow(facts, e.value, source, host) for e in expr.elements)
+    if isinstance(expr, cst.IfExp):
+        return host_flow(facts, expr.body, source, host) or host_flow(facts, expr.orelse, source, host)
+    if isinstance(expr, cst.Call):
+        if is_move(facts, expr):
+            return False
+        f = expr.func
+        q = facts.qualname(f) or ""
+        known = q.startswith(_HOST_MODULES) or q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy") or (
+            isinstance(f, cst.Name) and f.value in _HOST_BUILTINS and f.value not in facts.bound_names)
+        if known:
+            return any(host_flow(facts, a.value, source, host) for a in expr.args)
+        if isinstance(f, cst.Attribute) and not q:
+            return host_flow(facts, f.value, source, host)  # a method of the value itself
+    return False
+
+
+def may_mutate(facts, call: cst.Call) -> bool:
+    """Whether a call might change a tensor passed to it in place (modules: ``ReLU(inplace=True)``)."""
+    if isinstance(call.func, cst.Name) and call.func.value in _PURE_BUILTINS \
+            and call.func.value not in facts.bound_names:
+        return False
+    q = facts.qualname(call.func)
+    if q is None or not q.startswith("torch.") or q.startswith(("torch.distributed", "torch.nn.init")):
+        return True
+    last = q.rsplit(".", 1)[-1]
+    return last.endswith("_") or last[:1].isupper()
+
+
+def escapes(facts, code_for_node, body: cst.CSTNode, match) -> Optional[str]:
+    """A reason the value at ``match`` (a node test) may be changed in place under ``body``."""
+    for n in nodes(body):
+        if isinstance(n, cst.Call):
+            for a in n.args:
+                if match(a.value) and may_mutate(facts, n):
+                    return f"`{code_for_node(n.func)}` may change it in place"
+    return None
+
+
+def device_built(facts, value: cst.BaseExpression) -> bool:
+    """``value`` holds a move to a device or a factory call with a device ``device=``."""
+    return any(is_move(facts, n) or (isinstance(n, cst.Call) and device_target(facts, n, keyword_only=True)
+                                     is not None) for n in nodes(value))
+
+
+def placed_on_device(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode) -> bool:
+    """Every binding of ``name`` under ``root`` outside ``loop`` puts a device value in it
+    (``seen = torch.zeros(1, device=device)``), and there is one."""
+    found = False
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is loop or (n is not root and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))):
+            continue
+        if isinstance(n, (cst.Assign, cst.AnnAssign)):
+            tgts = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(t, cst.Name) and t.value == name for t in tgts):
+                if n.value is None or not device_built(facts, n.value):
+                    return False
+                found = True
+            elif any(name in {x.value for x in nodes(t) if isinstance(x, cst.Name)} for t in tgts):
+                return False  # unpacked: unknown
+        elif isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)):
+            t = n.asname.name if isinstance(n, cst.WithItem) and n.asname is not None else getattr(n, "target", None)
+            if t is not None and name in {x.value for x in nodes(t) if isinstance(x, cst.Name)}:
+                return False
+        stack.extend(children(n, trivia=False))
+    return found
+
+
+# `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`: a tensor type alias
+_TYPE_DTYPES = {"FloatTensor": "float", "DoubleTensor": "double", "LongTensor": "long", "IntTensor": "int",
+                "HalfTensor": "half", "ByteTensor": "byte", "BoolTensor": "bool"}
+
+
+def tensor_type_aliases(facts, module: cst.Module) -> dict:
+    """Names bound (only) to a CUDA tensor type, maybe chosen by a flag:
+    ``{"Tensor": ("FloatTensor", <the flag test> or None)}``."""
+    out: dict = {}
+    dropped: set = set()
+    for n in nodes(module, into_scopes=True):
+        if not isinstance(n, cst.Assign):
+            continue
+        for t in n.targets:
+            if not isinstance(t.target, cst.Name):
+                continue
+            name, v = t.target.value, n.value
+            test = None
+            if isinstance(v, cst.IfExp):
+                test, v = v.test, v.body
+            q = facts.qualname(v) or ""
+            kind = q.rsplit(".", 1)[-1]
+            if q.startswith("torch.cuda.") and kind in _TYPE_DTYPES:
+                out.setdefault(name, (kind, test))
+            else:
+                dropped.add(name)
+    return {k: v for k, v in out.items() if k not in dropped}
