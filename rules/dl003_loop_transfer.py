@@ -4,25 +4,18 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.accumulators import arith_path, contains, count_name, is_number
-from devlint.analysis.loops import bindings, hoist, loop_bindings, occasional_nodes, simple_statements, target_names
-from devlint.analysis.numpy_ops import torch_equivalent
-from devlint.analysis.style import string, string_quote
-from devlint.analysis.transfers import (MOVE_METHODS, device_target, escapes, host_flow, host_receiver, is_move,
-                                        placed_on_device, tensor_type_aliases)
-from devlint.analysis.usage import usage_of
+from devlint.analysis.accumulators import arith_path, contains, count_name
+from devlint.analysis.loops import (bindings, hoist, hoisted_name, loop_bindings, occasional_nodes, simple_statements,
+                                    target_names)
+from devlint.analysis.numpy_ops import numpy_round_trip_fix
+from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, device_draw, device_target, escapes, host_flow,
+                                        host_receiver, invariant_build, is_move, placed_on_device, tensor_type_aliases)
 from devlint.diagnostic import Applicability, Fix
-from devlint.facts import MODULE, PARAM, TENSOR, call_arg, dotted
-from devlint.fixes import torch_ref
+from devlint.facts import MODULE, PARAM, TENSOR
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.walk import nodes
 
-BUILDERS = frozenset({"tensor", "as_tensor", "from_numpy"})
-# legacy constructors: `torch.Tensor([[0.1, 0.2]])` builds from data (`torch.Tensor(3, 4)` allocates)
-DATA_TYPES = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"})
-DTYPE_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "short", "byte"})
 CONVERSIONS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "type"})
-_NO_SPACE = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 
 def names_in(node: cst.CSTNode) -> set:
@@ -33,15 +26,19 @@ class LoopTransfer(Rule):
     """
     ## What it does
     Flags host<->device traffic repeated every iteration of a `for`/`while` loop that
-    could be avoided:
-    a round trip (a device value goes to the host with `.cpu()`, `.numpy()`, `.item()`,
-    `.tolist()` or `.to("cpu")` and the result, or something computed from it, comes back
-    to the device in the same iteration); a loop-invariant tensor or module, defined
-    outside the loop and never reassigned in it, moved to the device every iteration
-    (`class_weights.to(device)`, `model.to(device)`); and a host tensor built from
-    loop-invariant data every iteration only to be moved (`torch.tensor([0.2, 0.8]).cuda()`).
-    Moving the fresh batch (`x = x.to(device)`), `.item()` after the loop and transfers
-    whose result never returns to the device (logging) are not reported.
+    could be avoided: a round trip (a device value goes to the host with `.cpu()`,
+    `.numpy()`, `.item()`, `.tolist()` or `.to("cpu")` and the result, computed from it by
+    arithmetic, NumPy, `math` or builtins, comes back to the device in the same iteration,
+    e.g. `seen += m.sum().item()` into a device tensor); a loop-invariant tensor or module,
+    defined outside the loop and never reassigned in it, moved every iteration
+    (`class_weights.to(device)`, `model.to(device)`); a host tensor built from loop-invariant
+    data every iteration only to be moved (`torch.tensor([0.2, 0.8]).cuda()`,
+    `torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()`); and host noise or labels drawn with NumPy
+    through a tensor type alias (`Tensor = torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`). Not reported: moving the
+    fresh batch (`x = x.to(device)`), work under a periodic or first-iteration branch
+    (`if step % 100 == 0:`, `if i == 0:`), `.item()` after the loop or for logging, and a
+    host value passed through a function devlint cannot see into (it may need the host).
 
     ## Why is this bad?
     Every host<->device copy crosses PCIe and a device->host copy also synchronises the
@@ -68,21 +65,28 @@ class LoopTransfer(Rule):
         loss = F.cross_entropy(out, y, weight=weights_dev)
         probs = torch.clamp(out.detach(), 0, 1)
     ```
+    What hoisting saves is the per-iteration copy. Building on the device
+    (`device=`) saves the host allocation and the copy only for factories that compute
+    their values (`zeros`, `ones`, `full`, `empty`, `arange`, `eye`, `linspace`, `rand*`:
+    DL007); `torch.tensor(data, device=d)` still builds on the host and copies, so DL003
+    never suggests it.
 
     ## Fix safety
     Hoisting a loop-invariant move above the loop is safe when the moved name is a plain
     name that is not rebound, mutated in place or passed to a call in the loop, is not an
     `nn.Parameter` (an optimizer updates those every step), the moved copy is never changed
     in place nor passed to a call that might change it (a module call might: `inplace=True`
-    layers), the move is a statement of the
-    loop body itself (not inside an `if`), and its device is loop-invariant; otherwise the
-    fix is unsafe. A hoisted `y = w.to(device)` keeps its name; an inline move gets a new
-    name that shadows nothing. A host tensor built from constants inside a nested block is
-    built on the device instead (`torch.tensor(v, device=device)`, safe). Replacing a NumPy
-    round trip by the torch op on the device (`np.clip` -> `torch.clamp`, `np.where` ->
-    `torch.where`, `np.exp`, `np.maximum`...) is unsafe: the result stays on the input's
-    device and keeps the tensor's dtype promotion rules; other round trips are reported
-    without a fix.
+    layers), the move is a statement of the loop body itself (not inside an `if`), and its
+    device is loop-invariant; otherwise the fix is unsafe. A hoisted `y = w.to(device)`
+    keeps its name; an inline move gets a new name from what it holds or feeds (`w_dev`,
+    `weight`, `boxes_scale`) that shadows nothing. A constant built inside a nested block
+    is reported without a fix. Replacing a NumPy round trip by the torch op on the device
+    (`np.clip` -> `torch.clamp`, `np.where`, `np.exp`, `np.argmax`, `np.maximum`... see
+    `devlint/analysis/numpy_ops.py`) is unsafe: the result keeps torch's dtype promotion.
+    `x.item()` added into a device tensor becomes `x.detach()` (unsafe: a 0-dim tensor can
+    promote dtypes differently from a Python number). NumPy noise through a type alias
+    becomes `torch.randn`/`torch.rand`/`torch.randint(..., device=...)` on the alias's
+    device (unsafe: another random stream). Other round trips are reported without a fix.
     """
 
     code = "DL003"
@@ -274,32 +278,13 @@ class LoopTransfer(Rule):
                 kind = self.facts.kind_of(recv, scope, cls)
                 if kind not in (TENSOR, PARAM, MODULE):
                     continue
-            elif isinstance(recv, cst.Call) and self._invariant_build(recv, bound):
+            elif isinstance(recv, cst.Call) and invariant_build(self.facts, recv, bound):
                 built = True
             else:
                 continue
             groups.setdefault(self.ctx.module.code_for_node(n), []).append((n, recv, kind, built))
         for items in groups.values():
             self._report_invariant(loop, items, bound_list)
-
-    def _invariant_build(self, call: cst.Call, bound: set) -> bool:
-        # peel dtype conversions: `torch.tensor([rank]).float().cuda()`
-        while (isinstance(call.func, cst.Attribute) and call.func.attr.value in DTYPE_METHODS
-               and not call.args and isinstance(call.func.value, cst.Call)):
-            call = call.func.value
-        q = self.facts.qualname(call.func)
-        if q is None or q.count(".") != 1 or not call.args or call_arg(call, None, "device") is not None:
-            return False
-        name = q.rsplit(".", 1)[-1]
-        if name not in BUILDERS and not (name in DATA_TYPES and isinstance(call.args[0].value, (cst.List, cst.Tuple))):
-            return False  # `torch.Tensor(3, 4)` allocates; `torch.Tensor([[0.1, 0.2]])` holds data
-        for a in call.args:
-            for sub in nodes(a.value):
-                if isinstance(sub, cst.Call) and not self.facts.qualname(sub.func):
-                    return False  # may have side effects or vary
-            if names_in(a.value) & bound:
-                return False
-        return True
 
     def _report_invariant(self, loop, items, bound_list) -> None:
         node, recv, kind, built = items[0]
@@ -345,7 +330,7 @@ class LoopTransfer(Rule):
             reasons.append(self._escapes(body, lambda v: isinstance(v, cst.Name) and v.value == y))
             fix = self._fix(loop, [st], {}, "hoist the move above the loop", reasons)
         elif all(s is not None for s in stmts):
-            new = self._new_name(self._base_name(loop, node, recv, built))
+            new = self._new_name(hoisted_name(loop, node, recv, built))
             moved = {id(n) for n, *_ in items}
             reasons.append(self._escapes(body, lambda v: id(v) in moved))
             # `y = <move>` binds an alias of the hoisted tensor: it must not change either
@@ -371,31 +356,6 @@ class LoopTransfer(Rule):
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and contains(st, node):
                 return st
         return None
-
-    def _base_name(self, loop, node, recv, built) -> str:
-        """A name for a hoisted value, from what it holds or what it feeds."""
-        if isinstance(recv, cst.Name):
-            return f"{recv.value}_dev"  # `w.to(device)` -> `w_dev`
-        if built and recv.args and isinstance(recv.args[0].value, cst.Name):
-            return f"{recv.args[0].value.value}_dev"  # `torch.tensor(vals).cuda()` -> `vals_dev`
-        parent = usage_of(loop).parent
-        child, p = node, parent.get(node)
-        if isinstance(p, cst.Arg) and p.keyword is not None:
-            return p.keyword.value  # `weight=torch.tensor(...).cuda()` -> `weight`
-        word = "values"
-        if isinstance(p, cst.BinaryOperation):  # `x * torch.Tensor([[...]]).cuda()`: `x_scale`
-            word = "scale" if isinstance(p.operator, (cst.Multiply, cst.Divide)) else "offset"
-            other = dotted(p.left if p.right is child else p.right)
-            if other is not None:
-                return f"{other.rsplit('.', 1)[-1]}_{word}"
-        while p is not None and not isinstance(p, (cst.Assign, cst.AugAssign, cst.Call, cst.SimpleStatementLine)):
-            child, p = p, parent.get(p)
-        t = dotted(p.targets[0].target if isinstance(p, cst.Assign) else p.target) \
-            if isinstance(p, (cst.Assign, cst.AugAssign)) else None
-        if isinstance(p, cst.Call) and dotted(p.func) is not None:
-            t = dotted(p.func) if word == "values" else None  # `print(torch.tensor(...).cuda())`
-            word = "arg" if t is not None else word
-        return f"{t.rsplit('.', 1)[-1]}_{word}" if t is not None else word
 
     def _new_name(self, base: str) -> str:
         used = self.facts.bound_names | set(self.facts.aliases) | self._new_names
@@ -447,7 +407,7 @@ class LoopTransfer(Rule):
                     if payload is not None and host_flow(facts, payload, source, host):
                         self._reported.add(n)
                         self.report(n, "device value goes to the host and comes back to the device every "
-                                       "iteration; keep the computation on the device", self._numpy_fix(n, device))
+                                       "iteration; keep the computation on the device", numpy_round_trip_fix(self.facts, n, lambda e: self._on_device(e, device)))
                 if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and (
                         small.target.value in device or placed_on_device(facts, scope_root, small.target.value, loop)):
                     self._item_back(loop, small, source, scalars)
@@ -516,44 +476,6 @@ class LoopTransfer(Rule):
             return None
         return node.func.value if is_move(self.facts, node) else None
 
-    def _numpy_fix(self, node: cst.Call, device: set) -> Optional[Fix]:
-        # torch.from_numpy(np.F(<t>.cpu().numpy(), ...)).to(d)  /  torch.tensor(np.F(...), device=d)
-        inner = None
-        if is_move(self.facts, node) and isinstance(node.func.value, cst.Call):
-            b = node.func.value
-            if self.facts.qualname(b.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor") \
-                    and len(b.args) == 1:
-                inner = b.args[0].value
-        elif node.args:
-            inner = node.args[0].value
-        if not isinstance(inner, cst.Call) or any(a.keyword or a.star for a in inner.args):
-            return None
-        q = self.facts.qualname(inner.func)
-        if q is None or not q.startswith("numpy.") or q.count(".") != 1:
-            return None
-        op = torch_equivalent(q.split(".")[1], len(inner.args))
-        if op is None:
-            return None
-        found = []
-        new_args = [a.visit(_StripHost(self, device, found)) for a in inner.args]
-        if not found:
-            return None
-        if op in ("maximum", "minimum"):
-            other = new_args[1].value
-            if is_number(other):  # `np.maximum(a, 0)`: torch.maximum wants two tensors
-                kw = "min" if op == "maximum" else "max"
-                new_args = [new_args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                            cst.Arg(other, keyword=cst.Name(kw), equal=_NO_SPACE)]
-                op = "clamp"
-            elif not any(other is f for f in found):
-                return None
-        t, needs = torch_ref(self.facts)
-        new = cst.Call(func=cst.parse_expression(f"{t}.{op}"), args=new_args)
-        if any(host_receiver(sub) is not None for sub in nodes(new)):
-            return None  # a host value left: not a one-to-one rewrite
-        return Fix(Applicability.UNSAFE, f"use `{t}.{op}` on the device instead of `{q}` on the host",
-                   {node: new}, needs_torch_import=needs)
-
     # ---- host noise through a tensor type alias ------------------------------------------------
     def _alias_draws(self, loop, skip) -> None:
         aliases = self._aliases()
@@ -570,59 +492,4 @@ class LoopTransfer(Rule):
             kind, test = aliases[n.func.value]
             text = self.ctx.module.code_for_node(n.args[0].value.func)
             self.report(n, f"`{n.func.value}({text}(...))` draws host data every iteration and copies it to "
-                           "the device; draw it on the device", self._draw_fix(n, q, kind, test))
-
-    def _draw_fix(self, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]:
-        """``Tensor(np.random.normal(0, 1, shape))`` -> ``torch.randn(shape, device=...)``."""
-        inner = call.args[0].value
-        fn = q.rsplit(".", 1)[-1]
-        if not q.startswith("numpy.random.") or any(a.star for a in inner.args):
-            return None
-        args = [a.value for a in inner.args if a.keyword is None]
-        kw = {a.keyword.value: a.value for a in inner.args if a.keyword is not None}
-        shape = None
-        if kind == "FloatTensor" and fn in ("normal", "uniform") and not set(kw) - {"loc", "scale", "low", "high", "size"}:
-            names = ("loc", "scale", "size") if fn == "normal" else ("low", "high", "size")
-            vals = [args[i] if i < len(args) else kw.get(k) for i, k in enumerate(names)]
-            unit = ("0", "1")
-            if all(v is not None for v in vals) and all(
-                    isinstance(v, (cst.Integer, cst.Float)) and str(float(v.value)) == str(float(u))
-                    for v, u in zip(vals[:2], unit)):
-                op, shape = ("randn" if fn == "normal" else "rand"), [vals[2]]
-        elif kind == "FloatTensor" and fn in ("randn", "rand") and not kw and args:
-            op, shape = fn, args
-        elif kind == "LongTensor" and fn == "randint" and len(args) == 3 and not kw \
-                and isinstance(args[2], cst.Tuple):
-            op, shape = "randint", args
-        if shape is None:
-            return None
-        quote = string_quote(self.facts.source)
-        dev = string("cuda", quote)
-        if test is not None:
-            dev = cst.IfExp(test=test, body=dev, orelse=string("cpu", quote))
-        t, needs = torch_ref(self.facts)
-        new = cst.Call(cst.parse_expression(f"{t}.{op}"),
-                       [*(cst.Arg(a, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in shape),
-                        cst.Arg(dev, keyword=cst.Name("device"), equal=_NO_SPACE)])
-        return Fix(Applicability.UNSAFE, f"draw with `{t}.{op}` on the device (unsafe: another random stream)",
-                   {call: new}, needs_torch_import=needs)
-
-
-class _StripHost(cst.CSTTransformer):
-    """``t.detach().cpu().numpy()`` -> ``t.detach()``: the device tensor before it left."""
-
-    def __init__(self, rule, device, found) -> None:
-        super().__init__()
-        self.rule, self.device, self.found = rule, device, found
-
-    def leave_Call(self, orig, upd):
-        if not (isinstance(orig.func, cst.Attribute) and orig.func.attr.value == "numpy"):
-            return upd
-        cur = orig.func.value
-        while (isinstance(cur, cst.Call) and isinstance(cur.func, cst.Attribute)
-               and (cur.func.attr.value == "cpu" or (cur.func.attr.value == "to" and host_receiver(cur) is not None))):
-            cur = cur.func.value
-        if not self.rule._on_device(cur, self.device):
-            return upd
-        self.found.append(cur)
-        return cur
+                           "the device; draw it on the device", device_draw(self.facts, n, q, kind, test))

@@ -411,3 +411,32 @@ def hoist(loop, moved: list, inline: dict, new_stmt=None) -> cst.FlattenSentinel
     else:
         head = [new_stmt.with_changes(leading_lines=loop.leading_lines)]
     return cst.FlattenSentinel([*head, loop.with_changes(body=body, leading_lines=())])
+
+
+def hoisted_name(loop, node: cst.CSTNode, recv: cst.CSTNode, built: bool) -> str:
+    """A name (before de-duplication) for ``node`` hoisted above ``loop``, from what it holds
+    (``w.to(d)`` -> ``w_dev``) or what it feeds (``weight=`` -> ``weight``, ``boxes * <it>``
+    -> ``boxes_scale``, ``t = <it> + 1`` -> ``t_offset``, ``print(<it>)`` -> ``print_arg``)."""
+    from devlint.analysis.usage import usage_of
+
+    if isinstance(recv, cst.Name):
+        return f"{recv.value}_dev"
+    if built and recv.args and isinstance(recv.args[0].value, cst.Name):
+        return f"{recv.args[0].value.value}_dev"  # `torch.tensor(vals).cuda()` -> `vals_dev`
+    parent = usage_of(loop).parent
+    child, p = node, parent.get(node)
+    if isinstance(p, cst.Arg) and p.keyword is not None:
+        return p.keyword.value
+    word = "values"
+    if isinstance(p, cst.BinaryOperation):
+        word = "scale" if isinstance(p.operator, (cst.Multiply, cst.Divide)) else "offset"
+        other = dotted(p.left if p.right is child else p.right)
+        if other is not None:
+            return f"{other.rsplit('.', 1)[-1]}_{word}"
+    while p is not None and not isinstance(p, (cst.Assign, cst.AugAssign, cst.Call, cst.SimpleStatementLine)):
+        child, p = p, parent.get(p)
+    t = dotted(p.targets[0].target if isinstance(p, cst.Assign) else p.target) \
+        if isinstance(p, (cst.Assign, cst.AugAssign)) else None
+    if isinstance(p, cst.Call) and dotted(p.func) is not None and word == "values":
+        t, word = dotted(p.func), "arg"
+    return f"{t.rsplit('.', 1)[-1]}_{word}" if t is not None else word

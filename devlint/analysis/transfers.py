@@ -8,7 +8,11 @@ Answered from the CST alone:
 * ``host_flow``: whether an expression's value is computed on the host from a host value
   through known operations only (arithmetic, NumPy, ``math``, builtins, the value's own
   methods): an unknown function in between may need the host (an RPC, a C extension);
-* ``may_mutate`` / ``escapes``: whether a call might change a tensor passed to it in place.
+* ``may_mutate`` / ``escapes``: whether a call might change a tensor passed to it in place;
+* ``placed_on_device``: a name bound (outside a loop) only to device values;
+* ``invariant_build``: a host tensor built from loop-invariant data;
+* ``tensor_type_aliases`` / ``device_draw``: ``Tensor = torch.cuda.FloatTensor if cuda else
+  torch.FloatTensor`` and the device-side draw for ``Tensor(np.random.normal(0, 1, shape))``.
 """
 
 from __future__ import annotations
@@ -17,11 +21,18 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from devlint.analysis.style import string, string_quote
+from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, string_value
+from devlint.fixes import torch_ref
 from devlint.walk import children, nodes
 
 HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
 MOVE_METHODS = frozenset({"to", "cuda"})
+BUILDERS = frozenset({"tensor", "as_tensor", "from_numpy"})
+# legacy constructors: `torch.Tensor([[0.1, 0.2]])` builds from data (`torch.Tensor(3, 4)` allocates)
+DATA_TYPES = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"})
+DTYPE_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "short", "byte"})
 # builtins a host value may pass through and stay a host value (no device knowledge in them)
 _HOST_BUILTINS = frozenset({"float", "int", "bool", "abs", "round", "min", "max", "sum", "list", "tuple",
                             "len", "sorted", "reversed", "divmod", "pow"})
@@ -183,3 +194,61 @@ def tensor_type_aliases(facts, module: cst.Module) -> dict:
             else:
                 dropped.add(name)
     return {k: v for k, v in out.items() if k not in dropped}
+
+
+def invariant_build(facts, call: cst.Call, bound: set) -> bool:
+    """``torch.tensor([0.2, 0.8])`` / ``torch.Tensor([[0.1, 0.2]]).float()``: a host tensor
+    built from data that reads no name in ``bound`` and calls nothing unknown."""
+    while (isinstance(call.func, cst.Attribute) and call.func.attr.value in DTYPE_METHODS
+           and not call.args and isinstance(call.func.value, cst.Call)):
+        call = call.func.value  # `torch.tensor([rank]).float().cuda()`
+    q = facts.qualname(call.func)
+    if q is None or q.count(".") != 1 or not call.args or call_arg(call, None, "device") is not None:
+        return False
+    name = q.rsplit(".", 1)[-1]
+    if name not in BUILDERS and not (name in DATA_TYPES and isinstance(call.args[0].value, (cst.List, cst.Tuple))):
+        return False  # `torch.Tensor(3, 4)` allocates; `torch.Tensor([[0.1, 0.2]])` holds data
+    for a in call.args:
+        for sub in nodes(a.value):
+            if isinstance(sub, cst.Call) and not facts.qualname(sub.func):
+                return False  # may have side effects or vary
+            if isinstance(sub, cst.Name) and sub.value in bound:
+                return False
+    return True
+
+
+def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]:
+    """``Tensor(np.random.normal(0, 1, shape))`` (``Tensor`` a ``kind`` alias chosen by
+    ``test``) -> ``torch.randn(shape, device="cuda" if test else "cpu")``: unsafe, the
+    numbers come from torch's generator instead of NumPy's."""
+    inner = call.args[0].value
+    fn = q.rsplit(".", 1)[-1]
+    if not q.startswith("numpy.random.") or any(a.star for a in inner.args):
+        return None
+    args = [a.value for a in inner.args if a.keyword is None]
+    kw = {a.keyword.value: a.value for a in inner.args if a.keyword is not None}
+    shape = None
+    if kind == "FloatTensor" and fn in ("normal", "uniform") and not set(kw) - {"loc", "scale", "low", "high", "size"}:
+        names = ("loc", "scale", "size") if fn == "normal" else ("low", "high", "size")
+        vals = [args[i] if i < len(args) else kw.get(k) for i, k in enumerate(names)]
+        if all(v is not None for v in vals) and all(
+                isinstance(v, (cst.Integer, cst.Float)) and float(v.value) == u for v, u in zip(vals[:2], (0, 1))):
+            op, shape = ("randn" if fn == "normal" else "rand"), [vals[2]]
+    elif kind == "FloatTensor" and fn in ("randn", "rand") and not kw and args:
+        op, shape = fn, args
+    elif kind == "LongTensor" and fn == "randint" and len(args) == 3 and not kw and isinstance(args[2], cst.Tuple):
+        op, shape = "randint", args
+    if shape is None:
+        return None
+    quote = string_quote(facts.source)
+    dev = string("cuda", quote)
+    if test is not None:
+        dev = cst.IfExp(test=test, body=dev, orelse=string("cpu", quote))
+    t, needs = torch_ref(facts)
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new = cst.Call(cst.parse_expression(f"{t}.{op}"),
+                   [*(cst.Arg(a, comma=comma) for a in shape),
+                    cst.Arg(dev, keyword=cst.Name("device"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+    return Fix(Applicability.UNSAFE, f"draw with `{t}.{op}` on the device (unsafe: another random stream)",
+               {call: new}, needs_torch_import=needs)
