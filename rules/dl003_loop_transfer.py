@@ -4,19 +4,16 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.accumulators import arith_path, contains, count_name
-from devlint.analysis.loops import (bindings, hoist, hoisted_name, loop_bindings, occasional_nodes, simple_statements,
-                                    target_names)
+from devlint.analysis.accumulators import arith_path, count_name
+from devlint.analysis.loops import (bindings, bound_from, direct_statement, hoist, hoisted_name, loop_bindings,
+                                    occasional_nodes, reuse_hazard, simple_statements)
 from devlint.analysis.numpy_ops import numpy_round_trip_fix
-from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, device_draw, device_target, escapes, host_flow,
-                                        host_receiver, invariant_build, is_move, placed_on_device, tensor_type_aliases)
+from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, device_draw, device_target, escapes,
+                                        invariant_build, is_move, placed_on_device, tensor_type_aliases)
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.walk import nodes
-
-CONVERSIONS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "type"})
-
 
 def names_in(node: cst.CSTNode) -> set:
     return {n.value for n in nodes(node) if isinstance(n, cst.Name)}
@@ -298,21 +295,10 @@ class LoopTransfer(Rule):
             what = f"`{text}` moves a loop-invariant tensor to the device every iteration"
         for n, *_ in items:
             self._reported.add(n)
-        direct = list(body.body) if isinstance(body, cst.IndentedBlock) else []
-        stmts = [self._stmt_of(n, direct) for n, *_ in items]
-        reasons = []
-        if kind == PARAM:
-            reasons.append("an nn.Parameter changes every optimizer step")
+        stmts = [direct_statement(loop, n) for n, *_ in items]
+        reasons = ["an nn.Parameter changes every optimizer step" if kind == PARAM else None]
         if isinstance(recv, cst.Name):
-            for n in nodes(body):
-                if isinstance(n, cst.Arg) and isinstance(n.value, cst.Name) and n.value.value == recv.value:
-                    reasons.append(f"`{recv.value}` is passed to a call in the loop")
-                    break
-                if kind == MODULE and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) \
-                        and n not in [i[0] for i in items] and n.func.attr.value in CONVERSIONS \
-                        and isinstance(n.func.value, cst.Name) and n.func.value.value == recv.value:
-                    reasons.append(f"`{recv.value}` is converted again in the loop")
-                    break
+            reasons.append(reuse_hazard(body, recv.value, kind == MODULE, [i[0] for i in items]))
         st = stmts[0] if len(items) == 1 else None
         small = st.body[0] if st is not None else None
         _, mutated = bindings(body)
@@ -333,12 +319,7 @@ class LoopTransfer(Rule):
             new = self._new_name(hoisted_name(loop, node, recv, built))
             moved = {id(n) for n, *_ in items}
             reasons.append(self._escapes(body, lambda v: id(v) in moved))
-            # `y = <move>` binds an alias of the hoisted tensor: it must not change either
-            aliases: set = set()
-            for n in nodes(body):
-                if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and id(n.value) in moved:
-                    for t in (n.targets if isinstance(n, cst.Assign) else [n]):
-                        aliases |= target_names(t.target)
+            aliases = bound_from(body, moved)  # `y = <move>`: an alias of the hoisted tensor must not change
             if aliases & mutated:
                 reasons.append(f"`{sorted(aliases & mutated)[0]}` is changed in place in the loop")
             reasons.append(self._escapes(body, lambda v: isinstance(v, cst.Name) and v.value in aliases))
@@ -350,12 +331,6 @@ class LoopTransfer(Rule):
         # build on the host and copy, so it saves nothing)
         for n, *_ in items:
             self.report(n, what, fix)
-
-    def _stmt_of(self, node, direct) -> Optional[cst.SimpleStatementLine]:
-        for st in direct:
-            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and contains(st, node):
-                return st
-        return None
 
     def _new_name(self, base: str) -> str:
         used = self.facts.bound_names | set(self.facts.aliases) | self._new_names
@@ -381,100 +356,46 @@ class LoopTransfer(Rule):
 
     # ---- round trips ------------------------------------------------------------------------
     def _round_trips(self, loop, skip) -> None:
-        device: set = set()  # names holding a device value in this iteration
-        host: set = set()  # names holding a value read back from the device
-        scalars: dict = {}  # host name -> the `.item()` it was read with
-        facts = self.facts
-        scope_root = self.t.scope.body if self.t.scope is not None else self.ctx.module
-
-        def source(n) -> bool:
-            r = host_receiver(n)
-            return r is not None and self._on_device(r, device)
-
-        def on_device(expr) -> bool:
-            for n in nodes(expr):
-                if is_move(facts, n) or (isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
-                                         and facts.kind_of(n.func, self.t.scope, self.t.cls) == MODULE):
-                    return True
-            return bool(names_in(expr) & device)
-
+        scope, cls = self.t.scope, self.t.cls
+        flow = IterationFlow(self.facts, lambda f: self.facts.kind_of(f, scope, cls) == MODULE)
+        root = scope.body if scope is not None else self.ctx.module
         for st in simple_statements(loop.body):
             if st in skip:
                 continue
             for small in st.body:
                 for n in nodes(small):  # data coming back to the device
-                    payload = None if n in self._reported else self._returning_payload(n)
-                    if payload is not None and host_flow(facts, payload, source, host):
+                    if n not in self._reported and flow.returning_host(n):
                         self._reported.add(n)
                         self.report(n, "device value goes to the host and comes back to the device every "
-                                       "iteration; keep the computation on the device", numpy_round_trip_fix(self.facts, n, lambda e: self._on_device(e, device)))
+                                       "iteration; keep the computation on the device",
+                                    numpy_round_trip_fix(self.facts, n, flow.on_device))
                 if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and (
-                        small.target.value in device or placed_on_device(facts, scope_root, small.target.value, loop)):
-                    self._item_back(loop, small, source, scalars)
-                value = getattr(small, "value", None)
-                targets: set = set()
-                if isinstance(small, cst.Assign):
-                    for t in small.targets:
-                        targets |= target_names(t.target)
-                elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-                    targets = target_names(small.target)
-                if value is None or not targets:
-                    continue
-                if host_flow(facts, value, source, host) and not (isinstance(value, cst.BinaryOperation)
-                                                                  and on_device(value)):
-                    host |= targets
-                    device -= targets
-                    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                            and value.func.attr.value == "item" and len(targets) == 1:
-                        scalars[next(iter(targets))] = value
-                elif on_device(value):
-                    device |= targets
-                    host -= targets
-                else:
-                    host -= targets
-                    device -= targets
-                if not isinstance(small, cst.AugAssign):
-                    for t in targets - host:
-                        scalars.pop(t, None)
+                        small.target.value in flow.device
+                        or placed_on_device(self.facts, root, small.target.value, loop)):
+                    self._item_back(loop, small, flow)
+                flow.step(small)
 
-    def _item_back(self, loop, small: cst.AugAssign, source, scalars: dict) -> None:
+    def _item_back(self, loop, small: cst.AugAssign, flow: IterationFlow) -> None:
         """``seen += m.sum().item()`` into a device tensor: read to the host and sent back."""
         for n in nodes(small.value):
-            if n in self._reported:
-                continue
             item = None
             if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "item" \
-                    and source(n) and arith_path(small.value, n):
+                    and flow.source(n) and arith_path(small.value, n):
                 item = n
-            elif isinstance(n, cst.Name) and n.value in scalars and count_name(loop.body, n.value) == 2 \
+            elif isinstance(n, cst.Name) and n.value in flow.scalars and count_name(loop.body, n.value) == 2 \
                     and arith_path(small.value, n):
-                item = scalars[n.value]  # `v = x.item()` read once, only to go back
+                item = flow.scalars[n.value]  # `v = x.item()` read once, only to go back
             if item is None or item in self._reported:
                 continue
             self._reported.add(item)
-            text = self.ctx.module.code_for_node(item.func.value)
             fix = None
             if item is n:
                 fix = unsafe("keep the value on the device (`.detach()`; a 0-dim tensor may promote dtypes "
                              "differently from a Python number)",
                              {item: item.with_changes(func=item.func.with_changes(attr=cst.Name("detach")))})
-            self.report(item, f"`{text}.item()` is read to the host and added back into the device tensor "
-                              f"`{small.target.value}` every iteration; keep it on the device", fix)
-
-    def _on_device(self, expr, device: set) -> bool:
-        """Evidence that ``expr`` lives on the device in this iteration."""
-        return bool(names_in(expr) & device) or any(is_move(self.facts, n) for n in nodes(expr))
-
-    def _returning_payload(self, node) -> Optional[cst.BaseExpression]:
-        """For a call that sends host data to the device, the host data; else None."""
-        if not isinstance(node, cst.Call):
-            return None
-        q = self.facts.qualname(node.func)
-        if q is not None and q.count(".") == 1 and q.rsplit(".", 1)[-1] in ("tensor", "as_tensor"):
-            if node.args and device_target(self.facts, node, keyword_only=True) is not None:
-                return node.args[0].value
-            return None
-        return node.func.value if is_move(self.facts, node) else None
+            self.report(item, f"`{self.ctx.module.code_for_node(item.func.value)}.item()` is read to the host and "
+                              f"added back into the device tensor `{small.target.value}` every iteration; keep it "
+                              "on the device", fix)
 
     # ---- host noise through a tensor type alias ------------------------------------------------
     def _alias_draws(self, loop, skip) -> None:

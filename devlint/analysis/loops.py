@@ -440,3 +440,36 @@ def hoisted_name(loop, node: cst.CSTNode, recv: cst.CSTNode, built: bool) -> str
     if isinstance(p, cst.Call) and dotted(p.func) is not None and word == "values":
         t, word = dotted(p.func), "arg"
     return f"{t.rsplit('.', 1)[-1]}_{word}" if t is not None else word
+
+
+def direct_statement(loop, node: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
+    """The one-statement line of ``loop``'s own body (not a nested block) holding ``node``."""
+    if not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    for st in loop.body.body:
+        if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and any(n is node for n in nodes(st)):
+            return st
+    return None
+
+
+def bound_from(body: cst.CSTNode, values: set) -> set:
+    """Names assigned under ``body`` from one of the nodes whose ids are in ``values``."""
+    out: set = set()
+    for n in nodes(body):
+        if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and id(n.value) in values:
+            for t in (n.targets if isinstance(n, cst.Assign) else [n]):
+                out |= target_names(t.target)
+    return out
+
+
+def reuse_hazard(body: cst.CSTNode, name: str, module: bool, own: list) -> Optional[str]:
+    """Why hoisting a move of ``name`` out of ``body`` may change what the loop does: the
+    name is passed to a call, or (a module) converted again by a call not in ``own``."""
+    for n in nodes(body):
+        if isinstance(n, cst.Arg) and isinstance(n.value, cst.Name) and n.value.value == name:
+            return f"`{name}` is passed to a call in the loop"
+        if module and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and not any(n is o for o in own) \
+                and n.func.attr.value in ("to", "cuda", "cpu", "half", "float", "double", "type") \
+                and isinstance(n.func.value, cst.Name) and n.func.value.value == name:
+            return f"`{name}` is converted again in the loop"
+    return None

@@ -252,3 +252,87 @@ def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]
                             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
     return Fix(Applicability.UNSAFE, f"draw with `{t}.{op}` on the device (unsafe: another random stream)",
                {call: new}, needs_torch_import=needs)
+
+
+def returning_payload(facts, node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """For a call that sends data to the device (``x.to(d)``, ``torch.tensor(v, device=d)``),
+    the data sent; else None."""
+    if not isinstance(node, cst.Call):
+        return None
+    q = facts.qualname(node.func)
+    if q is not None and q.count(".") == 1 and q.rsplit(".", 1)[-1] in ("tensor", "as_tensor"):
+        if node.args and device_target(facts, node, keyword_only=True) is not None:
+            return node.args[0].value
+        return None
+    return node.func.value if is_move(facts, node) else None
+
+
+class IterationFlow:
+    """Where the values named in one loop iteration live, statement by statement: ``device``
+    (moved, computed by a module or from device values) or ``host`` (read back from the
+    device and computed on by known host operations, see ``host_flow``). ``scalars`` maps a
+    host name to the ``.item()`` it was read with. Feed the simple statements in source
+    order to ``step``."""
+
+    def __init__(self, facts, is_module: Callable[[cst.BaseExpression], bool]) -> None:
+        self.facts, self.is_module = facts, is_module
+        self.device: set = set()
+        self.host: set = set()
+        self.scalars: dict = {}
+
+    def on_device(self, expr: cst.CSTNode) -> bool:
+        """Evidence that ``expr`` lives on the device in this iteration."""
+        return any(isinstance(n, cst.Name) and n.value in self.device or is_move(self.facts, n) for n in nodes(expr))
+
+    def source(self, node: cst.CSTNode) -> bool:
+        """``node`` reads a device value back to the host (``d.cpu()``, ``d.item()``...)."""
+        r = host_receiver(node)
+        return r is not None and self.on_device(r)
+
+    def returning_host(self, node: cst.CSTNode) -> bool:
+        """``node`` sends a value read back from the device in this iteration to the device again."""
+        payload = returning_payload(self.facts, node)
+        return payload is not None and host_flow(self.facts, payload, self.source, self.host)
+
+    def _device_value(self, expr) -> bool:
+        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and self.is_module(n.func)
+               for n in nodes(expr)):
+            return True
+        return self.on_device(expr)
+
+    def step(self, small: cst.CSTNode) -> None:
+        value = getattr(small, "value", None)
+        if isinstance(small, cst.Assign):
+            targets = set().union(*(_names(t.target) for t in small.targets))
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            targets = _names(small.target)
+        else:
+            return
+        if value is None or not targets:
+            return
+        if host_flow(self.facts, value, self.source, self.host) and not (
+                isinstance(value, cst.BinaryOperation) and self._device_value(value)):
+            self.host |= targets
+            self.device -= targets
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value == "item" and len(targets) == 1:
+                self.scalars[next(iter(targets))] = value
+        elif self._device_value(value):
+            self.device |= targets
+            self.host -= targets
+        else:
+            self.host -= targets
+            self.device -= targets
+        if not isinstance(small, cst.AugAssign):
+            for t in targets - self.host:
+                self.scalars.pop(t, None)
+
+
+def _names(target: cst.CSTNode) -> set:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_names(e.value) for e in target.elements)) if target.elements else set()
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value)
+    return set()
