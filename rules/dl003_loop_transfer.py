@@ -15,6 +15,10 @@ from devlint.facts import MODULE, PARAM, TENSOR
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.walk import nodes
 
+# NumPy calls whose data could be made on the device: random draws, these, and nothing else
+HOST_FACTORIES = frozenset({"numpy.zeros", "numpy.ones", "numpy.full"})
+
+
 def names_in(node: cst.CSTNode) -> set:
     return {n.value for n in nodes(node) if isinstance(n, cst.Name)}
 
@@ -123,9 +127,9 @@ class LoopTransfer(Rule):
         # `.item()` summed into a Python number: not sent back to the device (DL008's business)
         "import torch\ndevice = torch.device('cpu')\nseen = 0\nfor x in [torch.ones(3)]:\n"
         "    m = x.to(device) > 0\n    seen += m.sum().item()\n",
-        # a tensor type alias that allocates on the device (no host data)
-        "import torch\ncuda = torch.cuda.is_available()\nTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
-        "for i in range(3):\n    valid = Tensor(4, 1).fill_(1.0)\n",
+        # a tensor type alias that allocates on the device; host data that has to travel
+        "import numpy as np\nimport torch\ncuda = torch.cuda.is_available()\n"
+        "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nfor batch in [[1.0, 2.0]]:\n    valid = Tensor(4, 1).fill_(1.0)\n    x = Tensor(np.array(batch))\n",
     ]
     INVALID = [
         Invalid(
@@ -369,7 +373,8 @@ class LoopTransfer(Rule):
                         self.report(n, "device value goes to the host and comes back to the device every "
                                        "iteration; keep the computation on the device",
                                     numpy_round_trip_fix(self.facts, n, flow.on_device))
-                if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and (
+                if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and any(
+                        n in flow.scalars or n == "item" for n in names_in(small.value)) and (
                         small.target.value in flow.device
                         or placed_on_device(self.facts, root, small.target.value, loop)):
                     self._item_back(loop, small, flow)
@@ -407,8 +412,8 @@ class LoopTransfer(Rule):
                     and n.args and isinstance(n.args[0].value, cst.Call)) or n in skip or n in self._reported:
                 continue
             q = self.facts.qualname(n.args[0].value.func) or ""
-            if not q.startswith("numpy.") or len(n.args) != 1:
-                continue
+            if not (q.startswith("numpy.random.") or q in HOST_FACTORIES) or len(n.args) != 1:
+                continue  # `Tensor(np.array(batch))`: host data that has to travel
             self._reported.add(n)
             kind, test = aliases[n.func.value]
             text = self.ctx.module.code_for_node(n.args[0].value.func)
