@@ -415,7 +415,8 @@ class LoopTransfer(Rule):
             if not (q.startswith("numpy.random.") or q in HOST_FACTORIES) or len(n.args) != 1:
                 continue  # `Tensor(np.array(batch))`: host data that has to travel
             self._reported.add(n)
-            kind, test = aliases[n.func.value]
+            kind, test, fn = aliases[n.func.value]
+            fix = device_draw(self.facts, n, q, kind, test) if fn is None or fn is self.t.scope else None
             text = self.ctx.module.code_for_node(n.args[0].value.func)
             self.report(n, f"`{n.func.value}({text}(...))` draws host data every iteration and copies it to "
-                           "the device; draw it on the device", device_draw(self.facts, n, q, kind, test))
+                           "the device; draw it on the device", fix)

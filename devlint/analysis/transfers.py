@@ -173,26 +173,29 @@ _TYPE_DTYPES = {"FloatTensor": "float", "DoubleTensor": "double", "LongTensor": 
 
 
 def tensor_type_aliases(facts, module: cst.Module) -> dict:
-    """Names bound (only) to a CUDA tensor type, maybe chosen by a flag:
-    ``{"Tensor": ("FloatTensor", <the flag test> or None)}``."""
+    """Names bound once in the file, to a CUDA tensor type maybe chosen by a flag:
+    ``{"Tensor": ("FloatTensor", <the flag test> or None, <defining function> or None)}``."""
     out: dict = {}
     dropped: set = set()
-    for n in nodes(module, into_scopes=True):
-        if not isinstance(n, cst.Assign):
-            continue
-        for t in n.targets:
-            if not isinstance(t.target, cst.Name):
-                continue
-            name, v = t.target.value, n.value
-            test = None
-            if isinstance(v, cst.IfExp):
-                test, v = v.test, v.body
-            q = facts.qualname(v) or ""
-            kind = q.rsplit(".", 1)[-1]
-            if q.startswith("torch.cuda.") and kind in _TYPE_DTYPES:
-                out.setdefault(name, (kind, test))
-            else:
-                dropped.add(name)
+    stack: list = [(module, None)]
+    while stack:
+        n, fn = stack.pop()
+        if isinstance(n, cst.FunctionDef):
+            fn = n
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if not isinstance(t.target, cst.Name):
+                    continue
+                name, v, test = t.target.value, n.value, None
+                if isinstance(v, cst.IfExp):
+                    test, v = v.test, v.body
+                q = facts.qualname(v) or ""
+                kind = q.rsplit(".", 1)[-1]
+                if q.startswith("torch.cuda.") and kind in _TYPE_DTYPES and name not in out:
+                    out[name] = (kind, test, fn)
+                else:
+                    dropped.add(name)  # rebound, or bound to something else
+        stack.extend((c, fn) for c in children(n, trivia=False))
     return {k: v for k, v in out.items() if k not in dropped}
 
 
