@@ -124,6 +124,10 @@ class LoopTransfer(Rule):
         "import torch\nt1 = torch.ones(2, device='cuda:0')\nt2 = torch.rand(2)\nfor _ in range(3):\n"
         "    t3 = t2 + 1\n    t4 = t3.cuda(0) + t1\n"
         "    t5 = run_remote(torch.add, t4.cpu(), t1)\n    t6 = t5.cuda(0) + t4\n",
+        # a tensor parked on the host to save device memory, no host computation; a cast in place
+        "import torch\ndevice = torch.device('cpu')\nw = torch.ones(2).to(device)\nfor i in range(3):\n"
+        "    w = w.to('cpu')\n    z = torch.index_select(w.to(device), 0, torch.tensor([0]))\n    w = w.to(device)\n"
+        "    y = w.to(device=w.device, dtype=torch.float64)\n",
         # `.item()` summed into a Python number: not sent back to the device (DL008's business)
         "import torch\ndevice = torch.device('cpu')\nseen = 0\nfor x in [torch.ones(3)]:\n"
         "    m = x.to(device) > 0\n    seen += m.sum().item()\n",

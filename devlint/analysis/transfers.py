@@ -63,9 +63,15 @@ def device_target(facts, call: cst.Call, keyword_only: bool = False) -> Optional
 
 
 def is_move(facts, node: cst.CSTNode) -> bool:
-    """``x.to(device)`` / ``x.cuda()``: a move of ``x`` to a (non-CPU) device."""
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in MOVE_METHODS and device_target(facts, node) is not None)
+    """``x.to(device)`` / ``x.cuda()``: a move of ``x`` to a (non-CPU) device; not
+    ``x.to(x.device, dtype)``, which stays where ``x`` is."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVE_METHODS):
+        return False
+    dev = device_target(facts, node)
+    if dev is None:
+        return False
+    recv = dotted(node.func.value)
+    return recv is None or dotted(dev) != f"{recv}.device"
 
 
 def host_receiver(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
@@ -282,6 +288,7 @@ class IterationFlow:
         self.device: set = set()
         self.host: set = set()
         self.scalars: dict = {}
+        self.offloaded: set = set()  # `w = w.to("cpu")`: a tensor parked on the host
 
     def on_device(self, expr: cst.CSTNode) -> bool:
         """Evidence that ``expr`` lives on the device in this iteration."""
@@ -293,9 +300,14 @@ class IterationFlow:
         return r is not None and self.on_device(r)
 
     def returning_host(self, node: cst.CSTNode) -> bool:
-        """``node`` sends a value read back from the device in this iteration to the device again."""
+        """``node`` sends a value read back from the device in this iteration to the device
+        again, after some host computation (a tensor only offloaded with ``.cpu()`` and
+        brought back is memory management, not computation on the host)."""
         payload = returning_payload(self.facts, node)
-        return payload is not None and host_flow(self.facts, payload, self.source, self.host)
+        if payload is None or (isinstance(payload, cst.Name) and payload.value in self.offloaded) \
+                or _offload(payload):
+            return False
+        return host_flow(self.facts, payload, self.source, self.host)
 
     def _device_value(self, expr) -> bool:
         if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and self.is_module(n.func)
@@ -313,6 +325,9 @@ class IterationFlow:
             return
         if value is None or not targets:
             return
+        self.offloaded -= targets
+        if _offload(value):
+            self.offloaded |= targets
         if host_flow(self.facts, value, self.source, self.host) and not (
                 isinstance(value, cst.BinaryOperation) and self._device_value(value)):
             self.host |= targets
@@ -329,6 +344,12 @@ class IterationFlow:
         if not isinstance(small, cst.AugAssign):
             for t in targets - self.host:
                 self.scalars.pop(t, None)
+
+
+def _offload(value: cst.CSTNode) -> bool:
+    """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first): a tensor moved, not computed on."""
+    return (host_receiver(value) is not None and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("cpu", "to"))
 
 
 def _names(target: cst.CSTNode) -> set:
