@@ -20,6 +20,7 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
+from devlint.analysis.usage import usage_of
 from devlint.facts import dotted
 from devlint.walk import children, nodes
 
@@ -417,8 +418,6 @@ def hoisted_name(loop, node: cst.CSTNode, recv: cst.CSTNode, built: bool) -> str
     """A name (before de-duplication) for ``node`` hoisted above ``loop``, from what it holds
     (``w.to(d)`` -> ``w_dev``) or what it feeds (``weight=`` -> ``weight``, ``boxes * <it>``
     -> ``boxes_scale``, ``t = <it> + 1`` -> ``t_offset``, ``print(<it>)`` -> ``print_arg``)."""
-    from devlint.analysis.usage import usage_of
-
     if isinstance(recv, cst.Name):
         return f"{recv.value}_dev"
     if built and recv.args and isinstance(recv.args[0].value, cst.Name):

@@ -241,7 +241,7 @@ def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]
         names = ("loc", "scale", "size") if fn == "normal" else ("low", "high", "size")
         vals = [args[i] if i < len(args) else kw.get(k) for i, k in enumerate(names)]
         if all(v is not None for v in vals) and all(
-                isinstance(v, (cst.Integer, cst.Float)) and float(v.value) == u for v, u in zip(vals[:2], (0, 1))):
+                isinstance(v, (cst.Integer, cst.Float)) and v.evaluated_value == u for v, u in zip(vals[:2], (0, 1))):
             op, shape = ("randn" if fn == "normal" else "rand"), [vals[2]]
     elif kind == "FloatTensor" and fn in ("randn", "rand") and not kw and args:
         op, shape = fn, args
