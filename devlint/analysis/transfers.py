@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from devlint.analysis.loops import target_names
 from devlint.analysis.style import string, string_quote
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, string_value
@@ -318,9 +319,9 @@ class IterationFlow:
     def step(self, small: cst.CSTNode) -> None:
         value = getattr(small, "value", None)
         if isinstance(small, cst.Assign):
-            targets = set().union(*(_names(t.target) for t in small.targets))
+            targets = set().union(*(target_names(t.target) for t in small.targets))
         elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-            targets = _names(small.target)
+            targets = target_names(small.target)
         else:
             return
         if value is None or not targets:
@@ -350,13 +351,3 @@ def _offload(value: cst.CSTNode) -> bool:
     """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first): a tensor moved, not computed on."""
     return (host_receiver(value) is not None and isinstance(value.func, cst.Attribute)
             and value.func.attr.value in ("cpu", "to"))
-
-
-def _names(target: cst.CSTNode) -> set:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_names(e.value) for e in target.elements)) if target.elements else set()
-    if isinstance(target, cst.StarredElement):
-        return _names(target.value)
-    return set()
