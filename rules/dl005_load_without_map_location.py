@@ -5,6 +5,7 @@ import libcst as cst
 from devlint.analysis.checkpoints import (HostSaves, host_used_load, is_dataset_class, is_dataset_module,
                                           is_library_module, is_test_file, only_into_scaler, package_data_path,
                                           path_key)
+from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import call_arg
@@ -130,7 +131,7 @@ class LoadWithoutMapLocation(Rule):
         # the value is used on the host: the only safe target is "cpu"
         Invalid(
             "import torch\narr = torch.load('feats.pt').numpy()\n",
-            "import torch\narr = torch.load('feats.pt', map_location=\"cpu\").numpy()\n",
+            "import torch\narr = torch.load('feats.pt', map_location='cpu').numpy()\n",  # the file's quotes
             unsafe=True,
         ),
         Invalid(
@@ -249,7 +250,8 @@ class LoadWithoutMapLocation(Rule):
         msg = (f"`{loader}` without `map_location`: a checkpoint saved on a GPU cannot be loaded "
                "on a CPU-only machine")
         if value is not None:
-            fix_call = with_keyword(node, "map_location", value.expr if hasattr(value, "expr") else value)
+            fix_call = with_keyword(node, "map_location", value.expr if hasattr(value, "expr") else value,
+                                    quote=string_quote(self.facts.source))
             text = self.ctx.module.code_for_node(fix_call.args[-1].value)
             fmsg = f"pass `map_location={text}`"
             if hasattr(value, "fix"):

@@ -5,6 +5,10 @@ the file (``("loop", Loop)``, ``("cond", is_guard)``, ``("fn", no_grad)``, ``("n
 the enclosing blocks, the innermost simple statement, and the names read in tests
 (``if``/``while``/``assert``) inside each loop. ``every_iteration`` answers, from a
 snapshot of the frames, which loop a node runs on every iteration of.
+Rules that look at a whole loop body when the loop is left (DL003) use the functions
+at the end: ``loop_bindings`` (what the body rebinds or mutates), ``occasional_nodes``
+(what runs on some iterations only: ``if step % 100 == 0:``), ``simple_statements``
+and ``hoist`` (move statements above the loop).
 A rule mixes it in (``class R(LoopFrames, Rule)``), calls ``init_frames()`` in
 ``__init__`` and may override the ``on_assign`` / ``loop_is_eval`` hooks.
 """
@@ -13,9 +17,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
+
+from devlint.analysis.usage import usage_of
+from devlint.facts import dotted
+from devlint.walk import children, nodes
 
 _TEST_WORD = re.compile(r"(^|_)test(_|$)|^_*test|Test")
 
@@ -272,3 +280,211 @@ class LoopFrames:
 
     def leave_Expr(self, node: cst.Expr) -> None:
         self.smalls.pop()
+
+
+# ---- a loop body as a whole (DL003: asked when the loop is left) -------------------------------
+
+def _bind(target: cst.CSTNode, out: list) -> None:
+    if isinstance(target, cst.Name):
+        out.append(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            _bind(el.value, out)
+    elif isinstance(target, cst.StarredElement):
+        _bind(target.value, out)
+
+
+def target_names(target: cst.CSTNode) -> set:
+    out: list = []
+    _bind(target, out)
+    return set(out)
+
+
+def bindings(node: cst.CSTNode) -> tuple[list, set]:
+    """(names bound under ``node``, one entry per binding; dotted names mutated in place:
+    assigned through an attribute/subscript, by an in-place method ``x.add_()``, via ``.data``)."""
+    bound: list = []
+    mutated: set = set()
+
+    def target(t):
+        _bind(t, bound)
+        if isinstance(t, (cst.Attribute, cst.Subscript)):
+            d = dotted(t) if isinstance(t, cst.Attribute) else None
+            root = t
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+                if isinstance(root, cst.Name):
+                    mutated.add(root.value)
+            if d:
+                mutated.add(d)
+
+    for n in nodes(node):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                target(t.target)
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)):
+            target(n.target)
+        elif isinstance(n, cst.WithItem) and n.asname is not None:
+            target(n.asname.name)
+        elif isinstance(n, cst.ExceptHandler) and n.name is not None:
+            target(n.name.name)
+        elif isinstance(n, (cst.Global, cst.Nonlocal)):
+            bound.extend(x.name.value for x in n.names)
+        elif isinstance(n, (cst.Import, cst.ImportFrom)) and not isinstance(n.names, cst.ImportStar):
+            for al in n.names:
+                nm = al.asname.name if al.asname else al.name
+                bound.append(nm.value if isinstance(nm, cst.Name) else (dotted(nm) or "").split(".")[0])
+        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            bound.append(n.name.value)
+        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
+            meth = n.func.attr.value
+            if meth.endswith("_") and not meth.startswith("_") or meth == "copy_":
+                d = dotted(n.func.value)
+                if d:
+                    mutated.add(d)
+                    mutated.add(d.split(".")[0])
+        elif isinstance(n, cst.Attribute) and n.attr.value == "data":
+            d = dotted(n.value)
+            if d:
+                mutated.add(d)
+    return bound, mutated
+
+
+def loop_bindings(loop: cst.CSTNode) -> tuple[list, set]:
+    """``bindings`` of a loop's body, plus the ``for`` target."""
+    bound, mutated = bindings(loop.body)
+    if isinstance(loop, cst.For):
+        bound = [*bound, *target_names(loop.target)]
+    return bound, mutated
+
+
+def not_every_iteration(test: cst.BaseExpression, loop: cst.CSTNode) -> bool:
+    """An ``if`` test that holds on some iterations only: periodic (``step % 100 == 0``,
+    ``not i % log_every``) or one iteration (``i == 0`` for the loop variable ``i``)."""
+    for n in nodes(test):
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) and not isinstance(
+                n.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+    if isinstance(loop, cst.For) and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        sides = (test.left, c.comparator)
+        if isinstance(c.operator, cst.Equal) and any(isinstance(s, cst.Integer) for s in sides):
+            names = target_names(loop.target)
+            return any(isinstance(s, cst.Name) and s.value in names for s in sides)
+    return False
+
+
+def occasional_nodes(loop: cst.CSTNode) -> set:
+    """The nodes of ``loop``'s body that run on some iterations only (under a
+    ``not_every_iteration`` test); nested loops are left to their own analysis."""
+    out: set = set()
+    stack = [loop.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.If) and not_every_iteration(n.test, loop):
+            out.update(nodes(n.body))
+            if n.orelse is not None:
+                stack.append(n.orelse)
+            continue
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(children(n, trivia=False))
+    return out
+
+
+def simple_statements(body: cst.BaseSuite) -> Iterator[cst.BaseSuite]:
+    """The simple statement lines under ``body`` in source order (into ``if``/``with``/
+    ``try``/nested loops, not into functions or classes)."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        yield body  # has .body of small statements, like a line
+        return
+    for st in body.body:
+        if isinstance(st, cst.SimpleStatementLine):
+            yield st
+        elif isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        else:
+            for attr in ("body", "orelse", "finalbody"):
+                sub = getattr(st, attr, None)
+                if isinstance(sub, cst.If):
+                    yield from simple_statements(cst.IndentedBlock(body=[sub]))
+                elif sub is not None and hasattr(sub, "body"):
+                    yield from simple_statements(sub.body if isinstance(sub, (cst.Else, cst.Finally)) else sub)
+            for h in getattr(st, "handlers", ()):
+                yield from simple_statements(h.body)
+
+
+def hoist(loop, moved: list, inline: dict, new_stmt=None) -> cst.FlattenSentinel:
+    """``loop`` with the ``moved`` statements of its body (or ``new_stmt``) placed above it
+    and the ``inline`` nodes replaced; the loop's leading comments go first."""
+    body = loop.body
+    for old, repl in inline.items():
+        body = body.deep_replace(old, repl)
+    if moved:
+        keep = [s for s in body.body if s not in moved] or [cst.SimpleStatementLine([cst.Pass()])]
+        body = body.with_changes(body=keep)
+        head = [s.with_changes(leading_lines=[*loop.leading_lines, *s.leading_lines]) if i == 0 else s
+                for i, s in enumerate(moved)]
+    else:
+        head = [new_stmt.with_changes(leading_lines=loop.leading_lines)]
+    return cst.FlattenSentinel([*head, loop.with_changes(body=body, leading_lines=())])
+
+
+def hoisted_name(loop, node: cst.CSTNode, recv: cst.CSTNode, built: bool) -> str:
+    """A name (before de-duplication) for ``node`` hoisted above ``loop``, from what it holds
+    (``w.to(d)`` -> ``w_dev``) or what it feeds (``weight=`` -> ``weight``, ``boxes * <it>``
+    -> ``boxes_scale``, ``t = <it> + 1`` -> ``t_offset``, ``print(<it>)`` -> ``print_arg``)."""
+    if isinstance(recv, cst.Name):
+        return f"{recv.value}_dev"
+    if built and recv.args and isinstance(recv.args[0].value, cst.Name):
+        return f"{recv.args[0].value.value}_dev"  # `torch.tensor(vals).cuda()` -> `vals_dev`
+    parent = usage_of(loop).parent
+    child, p = node, parent.get(node)
+    if isinstance(p, cst.Arg) and p.keyword is not None:
+        return p.keyword.value
+    word = "values"
+    if isinstance(p, cst.BinaryOperation):
+        word = "scale" if isinstance(p.operator, (cst.Multiply, cst.Divide)) else "offset"
+        other = dotted(p.left if p.right is child else p.right)
+        if other is not None:
+            return f"{other.rsplit('.', 1)[-1]}_{word}"
+    while p is not None and not isinstance(p, (cst.Assign, cst.AugAssign, cst.Call, cst.SimpleStatementLine)):
+        child, p = p, parent.get(p)
+    t = dotted(p.targets[0].target if isinstance(p, cst.Assign) else p.target) \
+        if isinstance(p, (cst.Assign, cst.AugAssign)) else None
+    if isinstance(p, cst.Call) and dotted(p.func) is not None and word == "values":
+        t, word = dotted(p.func), "arg"
+    return f"{t.rsplit('.', 1)[-1]}_{word}" if t is not None else word
+
+
+def direct_statement(loop, node: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
+    """The one-statement line of ``loop``'s own body (not a nested block) holding ``node``."""
+    if not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    for st in loop.body.body:
+        if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and any(n is node for n in nodes(st)):
+            return st
+    return None
+
+
+def bound_from(body: cst.CSTNode, values: set) -> set:
+    """Names assigned under ``body`` from one of the nodes whose ids are in ``values``."""
+    out: set = set()
+    for n in nodes(body):
+        if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and id(n.value) in values:
+            for t in (n.targets if isinstance(n, cst.Assign) else [n]):
+                out |= target_names(t.target)
+    return out
+
+
+def reuse_hazard(body: cst.CSTNode, name: str, module: bool, own: list) -> Optional[str]:
+    """Why hoisting a move of ``name`` out of ``body`` may change what the loop does: the
+    name is passed to a call, or (a module) converted again by a call not in ``own``."""
+    for n in nodes(body):
+        if isinstance(n, cst.Arg) and isinstance(n.value, cst.Name) and n.value.value == name:
+            return f"`{name}` is passed to a call in the loop"
+        if module and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and not any(n is o for o in own) \
+                and n.func.attr.value in ("to", "cuda", "cpu", "half", "float", "double", "type") \
+                and isinstance(n.func.value, cst.Name) and n.func.value.value == name:
+            return f"`{name}` is converted again in the loop"
+    return None

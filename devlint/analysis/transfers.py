@@ -1,0 +1,353 @@
+"""Where a call sends a value: to a device, back to the host, or nowhere (DL003).
+
+Answered from the CST alone:
+
+* ``device_target``: the device a ``.to(...)`` / ``.cuda()`` / ``tensor(..., device=)``
+  moves to, when it is evidently not the CPU;
+* ``host_receiver``: the receiver of a device->host conversion (``t.cpu()``, ``.item()``...);
+* ``host_flow``: whether an expression's value is computed on the host from a host value
+  through known operations only (arithmetic, NumPy, ``math``, builtins, the value's own
+  methods): an unknown function in between may need the host (an RPC, a C extension);
+* ``may_mutate`` / ``escapes``: whether a call might change a tensor passed to it in place;
+* ``placed_on_device``: a name bound (outside a loop) only to device values;
+* ``invariant_build``: a host tensor built from loop-invariant data;
+* ``tensor_type_aliases`` / ``device_draw``: ``Tensor = torch.cuda.FloatTensor if cuda else
+  torch.FloatTensor`` and the device-side draw for ``Tensor(np.random.normal(0, 1, shape))``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from devlint.analysis.loops import target_names
+from devlint.analysis.style import string, string_quote
+from devlint.diagnostic import Applicability, Fix
+from devlint.facts import call_arg, dotted, is_cuda_string, string_value
+from devlint.fixes import torch_ref
+from devlint.walk import children, nodes
+
+HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
+MOVE_METHODS = frozenset({"to", "cuda"})
+BUILDERS = frozenset({"tensor", "as_tensor", "from_numpy"})
+# legacy constructors: `torch.Tensor([[0.1, 0.2]])` builds from data (`torch.Tensor(3, 4)` allocates)
+DATA_TYPES = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"})
+DTYPE_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "short", "byte"})
+# builtins a host value may pass through and stay a host value (no device knowledge in them)
+_HOST_BUILTINS = frozenset({"float", "int", "bool", "abs", "round", "min", "max", "sum", "list", "tuple",
+                            "len", "sorted", "reversed", "divmod", "pow"})
+_PURE_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "bool", "isinstance", "round", "format"})
+_HOST_MODULES = ("numpy.", "math.")
+
+
+def device_target(facts, call: cst.Call, keyword_only: bool = False) -> Optional[cst.BaseExpression]:
+    """The device ``call`` moves to (``cuda`` for ``.cuda()``), when it is not the CPU."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not keyword_only:
+        return cst.Name("cuda")  # marker: the default CUDA device
+    a = call_arg(call, None if keyword_only else 0, "device")
+    if a is None:
+        return None
+    v = a.value
+    if isinstance(v, cst.SimpleString):
+        return v if is_cuda_string(v) else None
+    if isinstance(v, cst.Call) and facts.is_torch(v.func, "torch.device"):
+        return v if v.args and string_value(v.args[0].value) != "cpu" else None
+    d = dotted(v)
+    if d is None:
+        return None
+    last = d.rsplit(".", 1)[-1].lower()
+    if d in {dv.name for dv in facts.device_vars} or "device" in last or last in ("dev", "gpu"):
+        return v
+    return None
+
+
+def is_move(facts, node: cst.CSTNode) -> bool:
+    """``x.to(device)`` / ``x.cuda()``: a move of ``x`` to a (non-CPU) device; not
+    ``x.to(x.device, dtype)``, which stays where ``x`` is."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVE_METHODS):
+        return False
+    dev = device_target(facts, node)
+    if dev is None:
+        return False
+    recv = dotted(node.func.value)
+    return recv is None or dotted(dev) != f"{recv}.device"
+
+
+def host_receiver(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The receiver of a device->host conversion (``t.cpu()``, ``t.to("cpu")``...), else None."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return None
+    meth = node.func.attr.value
+    if meth in HOST_METHODS:
+        return node.func.value
+    if meth == "to":
+        a = call_arg(node, 0, "device")
+        if a is not None and string_value(a.value) == "cpu":
+            return node.func.value
+    return None
+
+
+def host_flow(facts, expr: cst.BaseExpression, source: Callable[[cst.CSTNode], bool], host: set) -> bool:
+    """``expr`` is computed from a ``source`` node (or a name in ``host``) by known host
+    operations only: arithmetic, subscripts, the value's own methods, NumPy / ``math`` /
+    builtins. A call of any other function in between stops the flow."""
+    if source(expr):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in host
+    if isinstance(expr, cst.BinaryOperation):
+        return host_flow(facts, expr.left, source, host) or host_flow(facts, expr.right, source, host)
+    if isinstance(expr, cst.UnaryOperation):
+        return host_flow(facts, expr.expression, source, host)
+    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+        return host_flow(facts, expr.value, source, host)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return any(host_flow(facts, e.value, source, host) for e in expr.elements)
+    if isinstance(expr, cst.IfExp):
+        return host_flow(facts, expr.body, source, host) or host_flow(facts, expr.orelse, source, host)
+    if isinstance(expr, cst.Call):
+        if is_move(facts, expr):
+            return False
+        f = expr.func
+        q = facts.qualname(f) or ""
+        known = q.startswith(_HOST_MODULES) or q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy") or (
+            isinstance(f, cst.Name) and f.value in _HOST_BUILTINS and f.value not in facts.bound_names)
+        if known:
+            return any(host_flow(facts, a.value, source, host) for a in expr.args)
+        if isinstance(f, cst.Attribute) and not q:
+            return host_flow(facts, f.value, source, host)  # a method of the value itself
+    return False
+
+
+def may_mutate(facts, call: cst.Call) -> bool:
+    """Whether a call might change a tensor passed to it in place (modules: ``ReLU(inplace=True)``)."""
+    if isinstance(call.func, cst.Name) and call.func.value in _PURE_BUILTINS \
+            and call.func.value not in facts.bound_names:
+        return False
+    q = facts.qualname(call.func)
+    if q is None or not q.startswith("torch.") or q.startswith(("torch.distributed", "torch.nn.init")):
+        return True
+    last = q.rsplit(".", 1)[-1]
+    return last.endswith("_") or last[:1].isupper()
+
+
+def escapes(facts, code_for_node, body: cst.CSTNode, match) -> Optional[str]:
+    """A reason the value at ``match`` (a node test) may be changed in place under ``body``."""
+    for n in nodes(body):
+        if isinstance(n, cst.Call):
+            for a in n.args:
+                if match(a.value) and may_mutate(facts, n):
+                    return f"`{code_for_node(n.func)}` may change it in place"
+    return None
+
+
+def device_built(facts, value: cst.BaseExpression) -> bool:
+    """``value`` holds a move to a device or a factory call with a device ``device=``."""
+    return any(is_move(facts, n) or (isinstance(n, cst.Call) and device_target(facts, n, keyword_only=True)
+                                     is not None) for n in nodes(value))
+
+
+def placed_on_device(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode) -> bool:
+    """Every binding of ``name`` under ``root`` outside ``loop`` puts a device value in it
+    (``seen = torch.zeros(1, device=device)``), and there is one."""
+    found = False
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is loop or (n is not root and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))):
+            continue
+        if isinstance(n, (cst.Assign, cst.AnnAssign)):
+            tgts = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(t, cst.Name) and t.value == name for t in tgts):
+                if n.value is None or not device_built(facts, n.value):
+                    return False
+                found = True
+            elif any(name in {x.value for x in nodes(t) if isinstance(x, cst.Name)} for t in tgts):
+                return False  # unpacked: unknown
+        elif isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)):
+            t = n.asname.name if isinstance(n, cst.WithItem) and n.asname is not None else getattr(n, "target", None)
+            if t is not None and name in {x.value for x in nodes(t) if isinstance(x, cst.Name)}:
+                return False
+        stack.extend(children(n, trivia=False))
+    return found
+
+
+# `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`: a tensor type alias
+_TYPE_DTYPES = {"FloatTensor": "float", "DoubleTensor": "double", "LongTensor": "long", "IntTensor": "int",
+                "HalfTensor": "half", "ByteTensor": "byte", "BoolTensor": "bool"}
+
+
+def tensor_type_aliases(facts, module: cst.Module) -> dict:
+    """Names bound once in the file, to a CUDA tensor type maybe chosen by a flag:
+    ``{"Tensor": ("FloatTensor", <the flag test> or None, <defining function> or None)}``."""
+    out: dict = {}
+    dropped: set = set()
+    stack: list = [(module, None)]
+    while stack:
+        n, fn = stack.pop()
+        if isinstance(n, cst.FunctionDef):
+            fn = n
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if not isinstance(t.target, cst.Name):
+                    continue
+                name, v, test = t.target.value, n.value, None
+                if isinstance(v, cst.IfExp):
+                    test, v = v.test, v.body
+                q = facts.qualname(v) or ""
+                kind = q.rsplit(".", 1)[-1]
+                if q.startswith("torch.cuda.") and kind in _TYPE_DTYPES and name not in out:
+                    out[name] = (kind, test, fn)
+                else:
+                    dropped.add(name)  # rebound, or bound to something else
+        stack.extend((c, fn) for c in children(n, trivia=False))
+    return {k: v for k, v in out.items() if k not in dropped}
+
+
+def invariant_build(facts, call: cst.Call, bound: set) -> bool:
+    """``torch.tensor([0.2, 0.8])`` / ``torch.Tensor([[0.1, 0.2]]).float()``: a host tensor
+    built from data that reads no name in ``bound`` and calls nothing unknown."""
+    while (isinstance(call.func, cst.Attribute) and call.func.attr.value in DTYPE_METHODS
+           and not call.args and isinstance(call.func.value, cst.Call)):
+        call = call.func.value  # `torch.tensor([rank]).float().cuda()`
+    q = facts.qualname(call.func)
+    if q is None or q.count(".") != 1 or not call.args or call_arg(call, None, "device") is not None:
+        return False
+    name = q.rsplit(".", 1)[-1]
+    if name not in BUILDERS and not (name in DATA_TYPES and isinstance(call.args[0].value, (cst.List, cst.Tuple))):
+        return False  # `torch.Tensor(3, 4)` allocates; `torch.Tensor([[0.1, 0.2]])` holds data
+    for a in call.args:
+        for sub in nodes(a.value):
+            if isinstance(sub, cst.Call) and not facts.qualname(sub.func):
+                return False  # may have side effects or vary
+            if isinstance(sub, cst.Name) and sub.value in bound:
+                return False
+    return True
+
+
+def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]:
+    """``Tensor(np.random.normal(0, 1, shape))`` (``Tensor`` a ``kind`` alias chosen by
+    ``test``) -> ``torch.randn(shape, device="cuda" if test else "cpu")``: unsafe, the
+    numbers come from torch's generator instead of NumPy's."""
+    inner = call.args[0].value
+    fn = q.rsplit(".", 1)[-1]
+    if not q.startswith("numpy.random.") or any(a.star for a in inner.args):
+        return None
+    args = [a.value for a in inner.args if a.keyword is None]
+    kw = {a.keyword.value: a.value for a in inner.args if a.keyword is not None}
+    shape = None
+    if kind == "FloatTensor" and fn in ("normal", "uniform") and not set(kw) - {"loc", "scale", "low", "high", "size"}:
+        names = ("loc", "scale", "size") if fn == "normal" else ("low", "high", "size")
+        vals = [args[i] if i < len(args) else kw.get(k) for i, k in enumerate(names)]
+        if all(v is not None for v in vals) and all(
+                isinstance(v, (cst.Integer, cst.Float)) and v.evaluated_value == u for v, u in zip(vals[:2], (0, 1))):
+            op, shape = ("randn" if fn == "normal" else "rand"), [vals[2]]
+    elif kind == "FloatTensor" and fn in ("randn", "rand") and not kw and args:
+        op, shape = fn, args
+    elif kind == "LongTensor" and fn == "randint" and len(args) == 3 and not kw and isinstance(args[2], cst.Tuple):
+        op, shape = "randint", args
+    if shape is None:
+        return None
+    quote = string_quote(facts.source)
+    dev = string("cuda", quote)
+    if test is not None:
+        dev = cst.IfExp(test=test, body=dev, orelse=string("cpu", quote))
+    t, needs = torch_ref(facts)
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new = cst.Call(cst.parse_expression(f"{t}.{op}"),
+                   [*(cst.Arg(a, comma=comma) for a in shape),
+                    cst.Arg(dev, keyword=cst.Name("device"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+    return Fix(Applicability.UNSAFE, f"draw with `{t}.{op}` on the device (unsafe: another random stream)",
+               {call: new}, needs_torch_import=needs)
+
+
+def returning_payload(facts, node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """For a call that sends data to the device (``x.to(d)``, ``torch.tensor(v, device=d)``),
+    the data sent; else None."""
+    if not isinstance(node, cst.Call):
+        return None
+    q = facts.qualname(node.func)
+    if q is not None and q.count(".") == 1 and q.rsplit(".", 1)[-1] in ("tensor", "as_tensor"):
+        if node.args and device_target(facts, node, keyword_only=True) is not None:
+            return node.args[0].value
+        return None
+    return node.func.value if is_move(facts, node) else None
+
+
+class IterationFlow:
+    """Where the values named in one loop iteration live, statement by statement: ``device``
+    (moved, computed by a module or from device values) or ``host`` (read back from the
+    device and computed on by known host operations, see ``host_flow``). ``scalars`` maps a
+    host name to the ``.item()`` it was read with. Feed the simple statements in source
+    order to ``step``."""
+
+    def __init__(self, facts, is_module: Callable[[cst.BaseExpression], bool]) -> None:
+        self.facts, self.is_module = facts, is_module
+        self.device: set = set()
+        self.host: set = set()
+        self.scalars: dict = {}
+        self.offloaded: set = set()  # `w = w.to("cpu")`: a tensor parked on the host
+
+    def on_device(self, expr: cst.CSTNode) -> bool:
+        """Evidence that ``expr`` lives on the device in this iteration."""
+        return any(isinstance(n, cst.Name) and n.value in self.device or is_move(self.facts, n) for n in nodes(expr))
+
+    def source(self, node: cst.CSTNode) -> bool:
+        """``node`` reads a device value back to the host (``d.cpu()``, ``d.item()``...)."""
+        r = host_receiver(node)
+        return r is not None and self.on_device(r)
+
+    def returning_host(self, node: cst.CSTNode) -> bool:
+        """``node`` sends a value read back from the device in this iteration to the device
+        again, after some host computation (a tensor only offloaded with ``.cpu()`` and
+        brought back is memory management, not computation on the host)."""
+        payload = returning_payload(self.facts, node)
+        if payload is None or (isinstance(payload, cst.Name) and payload.value in self.offloaded) \
+                or _offload(payload):
+            return False
+        return host_flow(self.facts, payload, self.source, self.host)
+
+    def _device_value(self, expr) -> bool:
+        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and self.is_module(n.func)
+               for n in nodes(expr)):
+            return True
+        return self.on_device(expr)
+
+    def step(self, small: cst.CSTNode) -> None:
+        value = getattr(small, "value", None)
+        if isinstance(small, cst.Assign):
+            targets = set().union(*(target_names(t.target) for t in small.targets))
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            targets = target_names(small.target)
+        else:
+            return
+        if value is None or not targets:
+            return
+        self.offloaded -= targets
+        if _offload(value):
+            self.offloaded |= targets
+        if host_flow(self.facts, value, self.source, self.host) and not (
+                isinstance(value, cst.BinaryOperation) and self._device_value(value)):
+            self.host |= targets
+            self.device -= targets
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value == "item" and len(targets) == 1:
+                self.scalars[next(iter(targets))] = value
+        elif self._device_value(value):
+            self.device |= targets
+            self.host -= targets
+        else:
+            self.host -= targets
+            self.device -= targets
+        if not isinstance(small, cst.AugAssign):
+            for t in targets - self.host:
+                self.scalars.pop(t, None)
+
+
+def _offload(value: cst.CSTNode) -> bool:
+    """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first): a tensor moved, not computed on."""
+    return (host_receiver(value) is not None and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("cpu", "to"))
