@@ -367,7 +367,7 @@ class _Prescan:
             return True
         if isinstance(value, cst.IfExp):
             return (self._is_device_value(value.body) and self._is_device_value(value.orelse)
-                    and f.guard_polarity(value.test) != 0)
+                    and guards.is_device_choice_test(f, value.test))
         if "device" in name.lower() and is_cuda_string(value):
             return True
         return False

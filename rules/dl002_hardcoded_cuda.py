@@ -17,8 +17,6 @@ _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
 _PLACEMENT_METHODS = frozenset({"to", "cuda", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
 # names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
 _DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
-# a `cuda` / `gpu` word in a function name: `cuda`, `_cuda`, `to_cuda`, `move_to_gpu`, `cuda_kernel`
-_CUDA_NAME_TOKEN = re.compile(r"(?:^|_)(?:cuda|gpu)(?:_|$)", re.I)
 
 
 class HardcodedCuda(Rule):
@@ -164,12 +162,13 @@ class HardcodedCuda(Rule):
 
     # ---- helpers --------------------------------------------------------------------
     def _silent(self) -> bool:
-        """Guarded by an availability check, or inside a function whose name says it is the
-        CUDA path (`def cuda(self, device=None)`, `def _to_gpu(x)`): the choice of CUDA is
-        made by its caller, who is the one to report."""
+        """Guarded (``devlint.analysis.guards``: an availability check, a GPU test mark, an
+        assert, NCCL, CUDA extension code), or inside a class's own ``cuda()`` method: the
+        caller asked for CUDA by calling ``.cuda()``. A function *name* (``def to_gpu``) or
+        a file name (``train_gpu.py``) guards nothing."""
         if self.t.guarded:
             return True
-        return any(_CUDA_NAME_TOKEN.search(fn.name.value) for fn in self.t.functions)
+        return self.t.method is not None and self.t.method.name.value == "cuda"
 
     def _applicability(self, forced_unsafe: bool = False) -> Applicability:
         if forced_unsafe or self.facts.multi_gpu:

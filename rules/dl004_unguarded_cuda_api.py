@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-import re
 from collections import Counter
-from pathlib import PurePath
 from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis import guards
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import dotted
 from devlint.fixes import torch_ref
@@ -39,10 +38,6 @@ SAFE_ON_CPU = frozenset(
 SPREADING = frozenset({"Stream", "Event", "ExternalStream", "CUDAGraph"})
 _CONTEXT_ONLY = frozenset({"device", "graph", "nvtx.range"})
 
-_CUDAISH = re.compile(r"cuda|gpu", re.I)
-_CUDA_MODULE = re.compile(r"cuda|gpu|rocm", re.I)
-# decorators that make a function CUDA-only (`@onlyCUDA`, `@requires_cuda`, `@skipIfNoCuda`)
-_CUDA_ONLY_DECORATOR = re.compile(r"cuda|gpu", re.I)  # `@requires_cuda`, `@onlyCUDA`, `@skip_if_lt_x_gpu(2)`
 
 
 def _is_script(module: cst.Module) -> bool:
@@ -83,9 +78,12 @@ class UnguardedCudaApi(Rule):
     `with torch.cuda.device(i):`, `t.pin_memory()` ...) where no availability check guards
     them. Calls that are harmless without CUDA (`manual_seed_all`, `empty_cache`,
     `device_count`, `memory_allocated`, cudnn flags, `GradScaler`) are never reported, nor
-    are calls inside functions that are CUDA-only by name or decorator (`def cuda_bench()`,
-    `@requires_cuda`, `@skipIf(not torch.cuda.is_available(), ...)`) and in modules that
-    are CUDA-only by name (`cuda_utils.py`, `gpu_bench.py`, a `cuda/` package). Inside
+    are calls where the file makes sure of a GPU (`devlint.analysis.guards`): tests gated by a
+    GPU mark (`@requires_cuda`, `@RunIf(min_cuda_gpus=1)`,
+    `@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `pytestmark = ...`), code after
+    `assert torch.cuda.is_available()`, after `init_process_group("nccl")` or after a call of
+    a function of the file that exits without a GPU. A file or function *name* guards
+    nothing: `train_gpu.py` crashes on a laptop like any other script. Inside
     functions, only *scripts* are checked (a file with an `if __name__ == "__main__":`
     block, a module-level loop, or a module-level call of one of its own functions): in a
     library module the caller decides whether a CUDA-only helper runs, and devlint does
@@ -174,9 +172,6 @@ class UnguardedCudaApi(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._stmts: list = []  # innermost statement line that may be wrapped, or None
-        # depth of CUDA-only functions/classes; a CUDA-only module (`torch/cuda/*.py`,
-        # `cuda_utils.py`, `gpu_bench.py`) is CUDA-only as a whole
-        self._cuda_only = 1 if _is_cuda_module(ctx.filename) else 0
         self._script = _is_script(ctx.module)
         self._name_uses: Optional[Counter] = None
         self._flag: Optional[str] = None
@@ -232,38 +227,9 @@ class UnguardedCudaApi(Rule):
     def leave_GeneratorExp(self, node) -> None:
         self._stmts.pop()
 
-    def _is_cuda_only(self, node) -> bool:
-        if _CUDAISH.search(node.name.value):
-            return True
-        for dec in node.decorators:
-            d = dec.decorator
-            fn = d.func if isinstance(d, cst.Call) else d
-            name = (dotted(fn) or "").rsplit(".", 1)[-1]
-            if _CUDA_ONLY_DECORATOR.search(name):
-                return True
-            if isinstance(d, cst.Call) and d.args and name in ("skipIf", "skipUnless", "skipif"):
-                want = -1 if name in ("skipIf", "skipif") else 1
-                if self.facts.guard_polarity(d.args[0].value) == want:
-                    return True
-        return False
-
-    def visit_FunctionDef(self, node) -> None:
-        if self._cuda_only or self._is_cuda_only(node):
-            self._cuda_only += 1
-
-    def leave_FunctionDef(self, node) -> None:
-        if self._cuda_only:
-            self._cuda_only -= 1
-
-    def visit_ClassDef(self, node) -> None:
-        self.visit_FunctionDef(node)
-
-    def leave_ClassDef(self, node) -> None:
-        self.leave_FunctionDef(node)
-
     # ---- detection ----------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if self.t.guarded or self._cuda_only or (self.t.function is not None and not self._script):
+        if self.t.guarded or (self.t.function is not None and not self._script):
             return
         api = cuda_api_name(self.facts.qualname(node.func))
         if api is not None:
@@ -324,7 +290,7 @@ class UnguardedCudaApi(Rule):
             if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
                 continue
             name = s.targets[0].target.value
-            if name not in self.facts.guard_flags or self.facts.guard_polarity(s.value) != 1:
+            if name not in self.facts.guard_flags or guards.guard_polarity(self.facts, s.value) != 1:
                 continue
             if fn is None and stmt not in self.t.seen_statements:
                 continue
@@ -348,11 +314,6 @@ class UnguardedCudaApi(Rule):
         new = cst.If(test=test, body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=())]),
                      leading_lines=stmt.leading_lines)
         return Fix(Applicability.SAFE, how, {stmt: new}, needs_torch_import=needs_torch)
-
-
-def _is_cuda_module(filename: str) -> bool:
-    p = PurePath(filename or "")
-    return bool(_CUDA_MODULE.search(p.stem)) or (len(p.parts) > 1 and p.parts[-2] == "cuda")
 
 
 def _binds_name(stmt: cst.CSTNode, name: str) -> bool:

@@ -193,6 +193,18 @@ def is_availability_expr(facts, node: cst.CSTNode) -> bool:
     return guard_polarity(facts, node) == 1
 
 
+_OTHER_ACCELERATOR_TESTS = frozenset({"torch.accelerator.is_available", "torch.backends.mps.is_available",
+                                      "torch.xpu.is_available"})
+
+
+def is_device_choice_test(facts, test: cst.BaseExpression) -> bool:
+    """The test of a device choice (``a if <test> else b``): a CUDA guard, or an accelerator
+    check (``torch.accelerator.is_available()``, the ``--fix-style accelerator`` definition)."""
+    if guard_polarity(facts, test) != 0:
+        return True
+    return isinstance(test, cst.Call) and facts.qualname(test.func) in _OTHER_ACCELERATOR_TESTS
+
+
 # ---------------------------------------------------------------------------------
 # decorators and test marks
 # ---------------------------------------------------------------------------------
