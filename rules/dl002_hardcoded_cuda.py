@@ -3,9 +3,12 @@ from __future__ import annotations
 import re
 import libcst as cst
 
-from devlint.diagnostic import Applicability
-from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
-from devlint.fixes import choose_device, guarded_literal, torch_ref
+from devlint.analysis.calls import UNKNOWN, call_graph
+from devlint.analysis.checkpoints import is_library_module, is_test_file
+from devlint.diagnostic import Applicability, Fix
+from devlint.facts import TENSOR, PARAM, call_arg, dotted, is_cuda_string, root_name, string_value
+from devlint.fixes import DeviceChoice, choose_device, guarded_literal, torch_ref
+from devlint.walk import nodes
 from devlint.rule import Invalid, Rule
 
 LEGACY_TYPES = {
@@ -125,23 +128,24 @@ class HardcodedCuda(Rule):
         Invalid("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n"),
         Invalid(  # a skip decorator that is not about CUDA guards nothing
             "import sys\nimport unittest\nimport torch\n@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
-            "def test_f():\n    return torch.ones(2).cuda()\n",
+            "def test_f():\n    return torch.ones(2).cuda()\nunittest.main()\n",
             "import sys\nimport unittest\nimport torch\n\n"
             "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
             "@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
-            "def test_f():\n    return torch.ones(2).to(device)\n",
+            "def test_f():\n    return torch.ones(2).to(device)\nunittest.main()\n",
         ),
         Invalid("import torch\nTensor = torch.cuda.FloatTensor\nx = Tensor(3)\n"),
         Invalid(  # the device variable goes below `import torch`, even after other statements
-            "__all__ = ['f']\nimport torch\nfrom torch import nn\ndef f():\n    return torch.ones(1, device='cuda')\n",
+            "__all__ = ['f']\nimport torch\nfrom torch import nn\ndef f():\n    return torch.ones(1, device='cuda')\n"
+            "if __name__ == '__main__':\n    f()\n",
             "__all__ = ['f']\nimport torch\nfrom torch import nn\n\n"
             "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
-            "def f():\n    return torch.ones(1, device=device)\n",
+            "def f():\n    return torch.ones(1, device=device)\nif __name__ == '__main__':\n    f()\n",
         ),
         Invalid(  # torch imported only inside functions: the module-level definition imports it
-            "def f():\n    import torch\n    return torch.ones(1).cuda()\n",
+            "def f():\n    import torch\n    return torch.ones(1).cuda()\nprint(f())\n",
             "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
-            "def f():\n    import torch\n    return torch.ones(1).to(device)\n",
+            "def f():\n    import torch\n    return torch.ones(1).to(device)\nprint(f())\n",
         ),
         Invalid(  # a user function may compare its `device` (`"cuda" == torch.device("cuda")` is False)
             "import torch\ndef same(t, device):\n    return t.device.type == device\n"
@@ -159,6 +163,9 @@ class HardcodedCuda(Rule):
         self._handled: set = set()
         self._compared: set = set()
         self._unknown_args: set = set()  # arguments of calls not known to place (see _places)
+        self._library: bool | None = None
+        self._guarded_literals: set = set()  # int / "cuda" literals under a guard
+        self._param_moves: dict = {}  # (FunctionDef, param) -> placements `.to(param)` seen
 
     # ---- helpers --------------------------------------------------------------------
     def _silent(self) -> bool:
@@ -175,8 +182,32 @@ class HardcodedCuda(Rule):
             return Applicability.UNSAFE
         return Applicability.SAFE
 
-    def _replace_with_device(self, node, target, msg: str, avoid=(), unsafe: bool = False) -> None:
+    def _is_library(self) -> bool:
+        """Imported, never run (no `__main__` block, no module-level work), and not a test."""
+        if self._library is None:
+            self._library = is_library_module(self.ctx.module) and not is_test_file(self.ctx.filename)
+        return self._library
+
+    def _choose(self, avoid=()) -> DeviceChoice | None:
+        """The device a fix uses here. A library module never grows an import-time global
+        that queries CUDA: it takes the device of a tensor parameter, or gets no fix."""
         choice = choose_device(self.ctx, avoid=avoid)
+        if not choice.needs_var or not self._is_library():
+            return choice
+        fn = self.t.function
+        if fn is not None:
+            for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+                name = p.name.value
+                if (name not in avoid and name not in self.facts.rebound.get(fn, ())
+                        and self.facts.evidence.get((fn, name), set()) & {TENSOR, PARAM}):
+                    return DeviceChoice(cst.Attribute(cst.Name(name), cst.Name("device")), False, False)
+        return None
+
+    def _replace_with_device(self, node, target, msg: str, avoid=(), unsafe: bool = False) -> None:
+        choice = self._choose(avoid)
+        if choice is None:
+            self.report(node, msg)
+            return
         fix = choice.fix(self._applicability(unsafe), "use the guarded device", {target: choice.expr})
         self.report(node, msg, fix)
 
@@ -232,6 +263,7 @@ class HardcodedCuda(Rule):
         if isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass") and len(node.args) == 2:
             self._called.add(node.args[1].value)  # a type test never raises on a CPU build
         if self._silent():
+            self._guarded_literals.update(a.value for a in node.args)
             return
         if not self._places(node):
             self._unknown_args.update(a.value for a in node.args)
@@ -246,6 +278,12 @@ class HardcodedCuda(Rule):
                 return
             if meth == "to":
                 a = call_arg(node, 0, None)
+                if a is None:
+                    a = call_arg(node, None, "device")
+                if a is not None and isinstance(a.value, cst.Name):
+                    self._param_move(a.value.value)
+                elif a is not None and dotted(a.value) is not None and dotted(a.value).startswith("self."):
+                    self._attr_move(dotted(a.value))
                 if a is not None and (is_cuda_string(a.value) or isinstance(a.value, cst.Integer)):
                     self._handled.add(a.value)
                     self._replace_with_device(a.value, a.value,
@@ -295,15 +333,24 @@ class HardcodedCuda(Rule):
     def _dot_cuda(self, node: cst.Call, func: cst.Attribute) -> None:
         positional = [a for a in node.args if a.keyword is None]
         index_kw = call_arg(node, None, "device")
-        indexed = bool(positional) or index_kw is not None
-        choice = choose_device(self.ctx, avoid={root_name(func.value)})
+        given = positional[0] if positional else index_kw
+        indexed = given is not None
+        if given is not None and isinstance(given.value, cst.Attribute) and given.value.attr.value == "device":
+            # `.cuda(other.device)`: the caller chose a device; keep it (`.to(other.device)`)
+            choice: DeviceChoice | None = DeviceChoice(given.value, False, False)
+            indexed = False
+        else:
+            choice = self._choose({root_name(func.value)})
+        what = "`.cuda(i)` pins a CUDA device index" if indexed else "`.cuda()` hard-codes the CUDA device"
+        if choice is None:
+            self.report(node, what)
+            return
         kwargs = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
         args = [cst.Arg(choice.expr), *kwargs]
         if kwargs:
             args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
-        what = "`.cuda(i)` pins a CUDA device index" if indexed else "`.cuda()` hard-codes the CUDA device"
         fix = choice.fix(self._applicability(indexed),
                          "use `.to(device)`" + (" (drops the device index)" if indexed else ""), {node: new})
         self.report(node, what, fix)
@@ -349,7 +396,10 @@ class HardcodedCuda(Rule):
         if factory is None:
             self.report(node, msg)
             return
-        choice = choose_device(self.ctx)
+        choice = self._choose()
+        if choice is None:
+            self.report(node, msg)
+            return
         new_args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args]
         new_args.append(cst.Arg(cst.parse_expression(f"{t}.{dtype}"), keyword=cst.Name("dtype"),
                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
@@ -368,7 +418,10 @@ class HardcodedCuda(Rule):
             self.report(node, f"`{q}` is a CUDA-only tensor type; use a dtype and `device=`")
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._silent() or not is_cuda_string(node.value):
+        if self._silent():
+            self._guarded_literals.add(node.value)
+            return
+        if not is_cuda_string(node.value):
             return
         for t in node.targets:
             d = dotted(t.target)
@@ -382,4 +435,119 @@ class HardcodedCuda(Rule):
         if self._silent() or node.default is None or not is_cuda_string(node.default):
             return
         if "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
+            if self._default_is_dead(node):
+                return
             self._guard_in_place(node.default, f"parameter `{node.name.value}` defaults to the CUDA device")
+
+    def _default_is_dead(self, param: cst.Param) -> bool:
+        """Every call of the function in the file passes this parameter: the default never runs."""
+        fn = self.t.function
+        if fn is None or not any(p is param for p in (*fn.params.params, *fn.params.kwonly_params,
+                                                       *fn.params.posonly_params)):
+            return False
+        g = call_graph(self.facts)
+        sites = g.callers_of(fn)
+        if not sites:
+            return False
+        f = g.func_of_node[fn]
+        return all(f.bound_arg(call, param.name.value) not in (None, UNKNOWN) for call, _ in sites)
+
+    # ---- an int / "cuda" that reaches `.to(p)` through the file's own calls ----------------
+    def _param_move(self, name: str) -> None:
+        fn = self.t.function
+        if fn is None or self.t.guarded or name in self.facts.rebound.get(fn, ()):
+            return
+        if any(p.name.value == name for p in (*fn.params.posonly_params, *fn.params.params,
+                                                *fn.params.kwonly_params)):
+            key = (fn, name)
+            self._param_moves[key] = self._param_moves.get(key, 0) + 1
+
+    def _attr_move(self, attr: str) -> None:
+        """`.to(self.gpu_id)` where `__init__` did `self.gpu_id = gpu_id` (a parameter)."""
+        cls = self.t.cls
+        if cls is None or self.t.guarded or attr.count(".") != 1:
+            return
+        init = next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"),
+                    None) if isinstance(cls.body, cst.IndentedBlock) else None
+        if init is None:
+            return
+        sources = [s.value for stmt in init.body.body if isinstance(stmt, cst.SimpleStatementLine)
+                   for s in stmt.body if isinstance(s, cst.Assign)
+                   and any(dotted(t.target) == attr for t in s.targets)]
+        if len(sources) == 1 and isinstance(sources[0], cst.Name):
+            key = (init, sources[0].value)
+            self._param_moves[key] = self._param_moves.get(key, 0) + 1
+
+    def finish(self) -> None:
+        if not self._param_moves:
+            return
+        g = call_graph(self.facts)
+        seen: set = set()
+        for (fn, param), _ in self._param_moves.items():
+            where = fn.name.value
+            f = g.func_of_node.get(fn)
+            if f is not None and f.cls is not None:
+                where = f"{f.cls.name.value}.{where}"
+            for lit, via, only_use in self._literals_reaching(g, fn, param, 0, True):
+                if lit in seen or lit in self._handled or lit in self._guarded_literals:
+                    continue
+                seen.add(lit)
+                self._handled.add(lit)
+                code = self.ctx.module.code_for_node(lit)
+                msg = (f"`{code}` reaches `.to({param})` in `{where}` through `{via}(...)`: "
+                       "it hard-codes a CUDA device")
+                _, needs_torch = torch_ref(self.facts)
+                # on a GPU the value is the same; safe when nothing else reads the guarded name
+                how = self._applicability(not only_use)
+                fix = Fix(how, "fall back to the CPU when CUDA is unavailable",
+                          {lit: guarded_literal(self.facts, lit)}, needs_torch_import=needs_torch)
+                self.report(lit, msg, fix)
+
+    def _literals_reaching(self, g, fn: cst.FunctionDef, param: str, depth: int, only: bool):
+        """(literal, callee name) for each int / "cuda" literal bound to ``param`` of ``fn``
+        at its calls in the file, following names one or two calls back."""
+        f = g.func_of_node.get(fn)
+        sites = g.callers_of(fn)
+        if f is None or not sites:
+            return
+        for call, caller in sites:
+            arg = f.bound_arg(call, param)
+            if arg is None or arg is UNKNOWN:
+                continue
+            if _is_device_literal(arg):
+                yield arg, f.name, only
+            elif isinstance(arg, cst.Name):
+                name = arg.value
+                scope = caller
+                body = self.ctx.module if scope is None else scope.body
+                lits = _single_literal_binding(body, name)
+                if lits is not None:
+                    uses = sum(1 for n in nodes(body) if isinstance(n, cst.Name) and n.value == name)
+                    yield lits, f.name, only and uses == 2
+                elif (scope is not None and depth < 1 and name not in self.facts.rebound.get(scope, ())
+                      and any(p.name.value == name for p in (*scope.params.posonly_params, *scope.params.params,
+                                                              *scope.params.kwonly_params))):
+                    passed_only = sum(1 for n in nodes(scope.body) if isinstance(n, cst.Name) and n.value == name) == 1
+                    yield from self._literals_reaching(g, scope, name, depth + 1, only and passed_only)
+
+
+def _is_device_literal(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.Integer) or is_cuda_string(node))
+
+
+def _single_literal_binding(scope: cst.CSTNode, name: str):
+    """The literal of the one assignment ``name = 0`` / ``name = "cuda"`` in ``scope`` (not
+    entering nested functions), or None when the name is bound otherwise or more than once."""
+    found = []
+    for n in nodes(scope):
+        if isinstance(n, cst.Assign):
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
+                found.append(n.value)
+            elif any(name in {x.value for x in nodes(t.target) if isinstance(x, cst.Name)} for t in n.targets):
+                return None
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)) and any(
+                isinstance(x, cst.Name) and x.value == name for x in nodes(n.target)):
+            return None
+    if len(found) == 1 and _is_device_literal(found[0]):
+        return found[0]
+    return None

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Optional
 
 import libcst as cst
 
 from devlint.analysis import guards
+from devlint.analysis.calls import call_graph
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import dotted
 from devlint.fixes import torch_ref
@@ -33,6 +35,7 @@ SAFE_ON_CPU = frozenset(
     get_rng_state_all list_gpu_processes stream set_stream device_of amp.GradScaler
     amp.autocast""".split()
 )
+_OPTIMIZER = re.compile(r"optim|opt$|scaler|trainer", re.I)
 # Objects whose use spreads through the code that follows: guarding only the constructor
 # would leave the uses crashing, so these are reported without a safe fix when bound.
 SPREADING = frozenset({"Stream", "Event", "ExternalStream", "CUDAGraph"})
@@ -173,6 +176,9 @@ class UnguardedCudaApi(Rule):
         super().__init__(ctx)
         self._stmts: list = []  # innermost statement line that may be wrapped, or None
         self._script = _is_script(ctx.module)
+        self._site_guarded: dict = {}  # Call inside a function -> guarded there
+        self._steps: set = set()  # functions that run a training step (backward / optimizer.step)
+        self._pending: list = []  # (function, node, message, fix): decided in finish()
         self._name_uses: Optional[Counter] = None
         self._flag: Optional[str] = None
         self._flag_done = False
@@ -229,9 +235,19 @@ class UnguardedCudaApi(Rule):
 
     # ---- detection ----------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if self.t.guarded or (self.t.function is not None and not self._script):
+        fn = self.t.function
+        self._site_guarded[node] = self.t.guarded
+        if fn is not None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and (
+                    func.attr.value == "backward"
+                    or (func.attr.value == "step" and _OPTIMIZER.search(dotted(func.value) or ""))):
+                self._steps.add(fn)
+        if self.t.guarded:
             return
         api = cuda_api_name(self.facts.qualname(node.func))
+        if fn is not None and not self._script and api != "synchronize":
+            return  # a library module: only a training step's synchronize() is checked (finish)
         if api is not None:
             if api in RAISES_ON_CPU:
                 self._found(node, f"torch.cuda.{api}", api)
@@ -245,10 +261,10 @@ class UnguardedCudaApi(Rule):
         msg = f"`{what}()` raises on a machine without CUDA and no availability check guards it"
         stmt = self._stmts[-1] if self._stmts else None
         if api in _CONTEXT_ONLY:
-            self.report(node, msg + " (guard the whole block, or pick the device once)")
+            self._emit(node, msg + " (guard the whole block, or pick the device once)")
             return
         if stmt is None or len(stmt.body) != 1:
-            self.report(node, msg)
+            self._emit(node, msg)
             return
         small = stmt.body[0]
         if isinstance(small, cst.Expr):
@@ -256,17 +272,64 @@ class UnguardedCudaApi(Rule):
         elif isinstance(small, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
             if not all(isinstance(t, cst.Name) for t in targets):
-                self.report(node, msg)
+                self._emit(node, msg)
                 return
             used = [t.value for t in targets if self._uses(t.value) > 1]
             if used or api in SPREADING:
                 what_used = f"`{used[0]}` is used elsewhere" if used else "its use spreads through the code"
-                self.report(node, f"{msg}; {what_used}, so guard the code that uses it too")
+                self._emit(node, f"{msg}; {what_used}, so guard the code that uses it too")
                 return
         else:
-            self.report(node, msg)
+            self._emit(node, msg)
             return
-        self.report(node, msg, self._wrap_fix(stmt))
+        self._emit(node, msg, self._wrap_fix(stmt))
+
+    def _emit(self, node: cst.Call, msg: str, fix: Optional[Fix] = None) -> None:
+        fn = self.t.function
+        if fn is None:
+            self.report(node, msg, fix)
+        else:
+            self._pending.append((fn, node, msg, fix))
+
+    def finish(self) -> None:
+        """A finding inside a function stands unless every call of the function in the file
+        is guarded (by its caller, or its caller's callers). In a library module only a
+        training step's `synchronize()` is reported (the caller picks the device elsewhere)."""
+        if not self._pending:
+            return
+        g = call_graph(self.facts)
+        memo: dict = {}
+        for fn, node, msg, fix in self._pending:
+            if self._guarded_by_callers(g, fn, memo):
+                continue
+            if not self._script and not self._runs_step(g, fn, set()):
+                continue
+            self.report(node, msg, fix)
+
+    def _guarded_by_callers(self, g, fn, memo: dict) -> bool:
+        if fn in memo:
+            return memo[fn]
+        memo[fn] = False  # a cycle guards nothing
+        sites = g.callers_of(fn)
+        ok = bool(sites) and all(
+            self._site_guarded.get(call, False)
+            or (caller is not None and self._guarded_by_callers(g, caller, memo))
+            for call, caller in sites)
+        memo[fn] = ok
+        return ok
+
+    def _runs_step(self, g, fn, seen: set) -> bool:
+        """``fn`` calls ``backward()`` / ``optimizer.step()``, itself or in a helper of the file."""
+        if fn in self._steps:
+            return True
+        if fn in seen:
+            return False
+        seen.add(fn)
+        for f in g.funcs.values():
+            if f.node is not fn and any(caller is fn for _, caller in f.sites):
+                if self._runs_step(g, f.node, seen):
+                    return True
+        return False
 
     def _uses(self, name: str) -> int:
         if self._name_uses is None:

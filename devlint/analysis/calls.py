@@ -1,0 +1,146 @@
+"""Calls of the file's own functions and classes: who calls what, with which arguments.
+
+One walk per file, on demand (``call_graph(facts)``), for questions that follow a value or a
+guard one or two calls across the file:
+
+* DL002: does every call of ``def f(device="cuda")`` pass ``device`` (the default is dead)?
+  Which literal reaches ``.to(gpu_id)`` through ``main(device)`` -> ``Trainer(..., gpu_id)``?
+* DL004: is every call of a helper guarded by its caller?
+
+Functions are matched by name: ``f(...)`` calls the module-level ``def f``, ``C(...)`` calls
+``C.__init__``, ``obj.m(...)`` / ``self.m(...)`` calls a method ``m`` of a class of the file.
+A name defined twice, or used other than as a call (``callback=f``), has unknown callers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from devlint.walk import children
+
+UNKNOWN = object()  # the argument of a call that cannot be matched to a parameter (``*args``)
+
+
+@dataclass(eq=False)
+class Func:
+    name: str  # the name a call uses: function name, class name for ``__init__``, method name
+    node: cst.FunctionDef
+    cls: Optional[cst.ClassDef]
+    sites: list = field(default_factory=list)  # (Call, enclosing FunctionDef or None)
+
+    @property
+    def is_method(self) -> bool:
+        return self.cls is not None
+
+    def param_index(self, param: str) -> Optional[int]:
+        """Positional index of ``param`` at a call site (``self`` dropped for methods)."""
+        p = self.node.params
+        names = [x.name.value for x in (*p.posonly_params, *p.params)]
+        if self.is_method and names and not _is_static(self.node):
+            names = names[1:]
+        return names.index(param) if param in names else None
+
+    def bound_arg(self, call: cst.Call, param: str):
+        """The argument expression bound to ``param`` at ``call``; None when the default is
+        used; ``UNKNOWN`` when ``*args``/``**kwargs`` make it unknowable."""
+        idx = self.param_index(param)
+        pos = 0
+        star = False
+        for a in call.args:
+            if a.star == "**":
+                star = True
+            elif a.star == "*":
+                star = True
+            elif a.keyword is not None:
+                if a.keyword.value == param:
+                    return a.value
+            else:
+                if idx is not None and pos == idx and not star:
+                    return a.value
+                pos += 1
+        return UNKNOWN if star else None
+
+
+def _is_static(fn: cst.FunctionDef) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in fn.decorators)
+
+
+class CallGraph:
+    def __init__(self, module: cst.Module) -> None:
+        self.funcs: dict = {}  # call name -> Func (only names defined once)
+        self.enclosing: dict = {}  # Call -> enclosing FunctionDef or None
+        self.func_of_node: dict = {}  # FunctionDef -> Func
+        self.escapes: set = set()  # names used other than as the callee of a call
+        dupes: set = set()
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                self._define(stmt.name.value, stmt, None, dupes)
+            elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+                for m in stmt.body.body:
+                    if isinstance(m, cst.FunctionDef):
+                        name = stmt.name.value if m.name.value == "__init__" else m.name.value
+                        self._define(name, m, stmt, dupes)
+        for d in dupes:
+            self.funcs.pop(d, None)
+        self._walk(module)
+
+    def _define(self, name: str, fn: cst.FunctionDef, cls, dupes: set) -> None:
+        if name in self.funcs:
+            dupes.add(name)
+            return
+        f = Func(name, fn, cls)
+        self.funcs[name] = f
+        self.func_of_node[fn] = f
+
+    def _walk(self, module: cst.Module) -> None:
+        stack: list = [(module, None)]
+        callee_names: set = set()
+        while stack:
+            node, fn = stack.pop()
+            if isinstance(node, cst.FunctionDef):
+                fn = node
+            elif isinstance(node, cst.Call):
+                self.enclosing[node] = fn
+                name = _call_name(node)
+                f = self.funcs.get(name) if name is not None else None
+                if f is not None:
+                    f.sites.append((node, fn))
+                    callee_names.add(id(node.func if isinstance(node.func, cst.Name) else node.func.attr))
+            elif isinstance(node, cst.Name) and node.value in self.funcs and id(node) not in callee_names:
+                self.escapes.add(node.value)
+            kids = children(node, trivia=False)
+            if isinstance(node, cst.FunctionDef):
+                kids = [k for k in kids if k is not node.name]
+            elif isinstance(node, cst.ClassDef):
+                kids = [k for k in kids if k is not node.name]
+            elif isinstance(node, cst.Call):
+                # the callee is visited after `callee_names` knows it (children come off a stack)
+                pass
+            for k in reversed(kids):
+                stack.append((k, fn))
+
+    def callers_of(self, fn: cst.FunctionDef) -> Optional[list]:
+        """Call sites of ``fn`` in the file, or None when they cannot all be known."""
+        f = self.func_of_node.get(fn)
+        if f is None or f.name in self.escapes:
+            return None
+        return f.sites
+
+
+def _call_name(call: cst.Call) -> Optional[str]:
+    if isinstance(call.func, cst.Name):
+        return call.func.value
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def call_graph(facts) -> CallGraph:
+    """The file's call graph, built once and kept on the facts object."""
+    g = getattr(facts, "_call_graph", None)
+    if g is None:
+        g = facts._call_graph = CallGraph(facts.module)
+    return g
