@@ -88,6 +88,28 @@ class HardcodedCuda(Rule):
         # implementing `.cuda()`: the caller chose CUDA
         "import torch\nclass Storage:\n    def cuda(self, device=None):\n"
         "        return self.to(torch.device('cuda', device) if device else torch.device('cuda'))\n",
+        # tests gated for GPUs, whatever the helper is imported as
+        "import torch\nfrom tests.helpers import RunIf as R\n@R(min_cuda_gpus=1)\n"
+        "def test_f():\n    torch.ones(2).cuda()\n",
+        "import pytest, torch\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "def test_f():\n    torch.ones(2, device='cuda')\n",
+        "import pytest, torch\nneeds_gpu = pytest.mark.skipif(torch.cuda.device_count() < 1, reason='gpu')\n"
+        "@pytest.mark.parametrize('dev', ['cpu', pytest.param(torch.device('cuda'), marks=needs_gpu)])\n"
+        "def test_f(dev):\n    torch.ones(2, device=dev)\n@needs_gpu\ndef test_g():\n    torch.ones(2).cuda()\n",
+        # CUDA-only by design, and the file says so
+        "import torch\ndef main(rank):\n    assert torch.cuda.device_count() > rank\n    torch.ones(2).cuda(rank)\n"
+        "if __name__ == '__main__':\n    main(0)\n",
+        "import torch\nimport torch.distributed as dist\ndef worker(rank):\n"
+        "    dist.init_process_group('nccl', rank=rank, world_size=2)\n    torch.ones(2).to(rank)\n",
+        "import sys, torch\ndef check_gpu():\n    if not torch.cuda.is_available():\n        sys.exit('needs a GPU')\n"
+        "check_gpu()\nx = torch.ones(2).cuda()\n",
+        # CUDA extension code: an autograd.Function feeding a compiled kernel has no CPU path
+        "import torch\nfrom torch.autograd import Function\nfrom . import _C\nclass RoIPool(Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        out = torch.cuda.FloatTensor(x.size(0))\n"
+        "        _C.roi_pool(x, out)\n        return out\n",
+        # a default that every call in the file overrides never runs
+        "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
+        "print(make(2, device='cpu'), make(3, 'cpu'))\n",
     ]
     INVALID = [
         Invalid(
@@ -146,6 +168,33 @@ class HardcodedCuda(Rule):
             "def f():\n    import torch\n    return torch.ones(1).cuda()\nprint(f())\n",
             "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
             "def f():\n    import torch\n    return torch.ones(1).to(device)\nprint(f())\n",
+        ),
+        Invalid(  # a function name is no guard: `to_gpu` still crashes on a laptop
+            "import torch\ndef to_gpu(x):\n    return x.cuda()\nprint(to_gpu(torch.ones(2)))\n",
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def to_gpu(x):\n    return x.to(device)\nprint(to_gpu(torch.ones(2)))\n",
+        ),
+        Invalid(  # `.cuda(other.device)` keeps the caller's device; a library takes it from its input
+            "import torch\ndef align(x: torch.Tensor, other: torch.Tensor):\n"
+            "    return x.cuda(other.device) + torch.ones(1).cuda()\n",
+            "import torch\ndef align(x: torch.Tensor, other: torch.Tensor):\n"
+            "    return x.to(other.device) + torch.ones(1).to(x.device)\n",
+        ),
+        # a library module with no input to take a device from: no import-time global, no fix
+        Invalid("import torch\ndef ones():\n    return torch.ones(1).cuda()\n"),
+        Invalid(  # an int device reaching `.to()` through the file's own calls: guarded where defined
+            "import torch\nclass Trainer:\n    def __init__(self, model, gpu_id):\n"
+            "        self.model = model.to(gpu_id)\ndef main(device):\n    Trainer(torch.nn.Linear(2, 2), device)\n"
+            "if __name__ == '__main__':\n    device = 0\n    main(device)\n",
+            "import torch\nclass Trainer:\n    def __init__(self, model, gpu_id):\n"
+            "        self.model = model.to(gpu_id)\ndef main(device):\n    Trainer(torch.nn.Linear(2, 2), device)\n"
+            "if __name__ == '__main__':\n    device = 0 if torch.cuda.is_available() else \"cpu\"\n    main(device)\n",
+        ),
+        Invalid(  # one call in the file keeps the default: it still runs
+            "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
+            "print(make(2, device='cpu'), make(3))\n",
+            "import torch\ndef make(n, device='cuda' if torch.cuda.is_available() else \"cpu\"):\n"
+            "    return torch.zeros(n, device=device)\nprint(make(2, device='cpu'), make(3))\n",
         ),
         Invalid(  # a user function may compare its `device` (`"cuda" == torch.device("cuda")` is False)
             "import torch\ndef same(t, device):\n    return t.device.type == device\n"

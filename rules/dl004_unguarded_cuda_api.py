@@ -149,6 +149,24 @@ class UnguardedCudaApi(Rule):
         # a library module: its CUDA-only helper is guarded (or not) by the caller
         "import torch\ndef cuda_elapsed(start, end):\n    torch.cuda.synchronize()\n"
         "    return start.elapsed_time(end)\n",
+        # a script's helper that every caller guards
+        "import torch\ndef gpu_name():\n    return torch.cuda.get_device_name(0)\n"
+        "if __name__ == '__main__':\n    if torch.cuda.is_available():\n        print(gpu_name())\n",
+        # tests gated for GPUs, whatever the helper is imported as
+        "import torch\nfrom tests.helpers import RunIf as R\n@R(min_cuda_gpus=1)\n"
+        "def test_sync():\n    torch.cuda.synchronize()\ntest_sync()\n",
+        "import pytest, torch\npytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')]\n"
+        "torch.cuda.set_device(0)\n",
+        # CUDA-only by design, and the file says so
+        "import torch\nassert torch.cuda.is_available(), 'needs a GPU'\ntorch.cuda.set_device(0)\n",
+        "import torch\nimport torch.distributed as dist\ndef main(rank):\n"
+        "    dist.init_process_group(backend='nccl', rank=rank, world_size=2)\n    torch.cuda.set_device(rank)\n"
+        "if __name__ == '__main__':\n    main(0)\n",
+        "import torch\nclass Bench:\n    def __init__(self):\n        if not torch.cuda.is_available():\n"
+        "            raise RuntimeError('GPU only')\n    def run(self):\n        torch.cuda.synchronize()\n"
+        "Bench().run()\n",
+        # a library function that does no training step: its caller decides
+        "import torch\ndef timed(fn):\n    torch.cuda.synchronize()\n    return fn()\n",
     ]
     INVALID = [
         Invalid("import torch\ntorch.cuda.synchronize()\n",
@@ -168,6 +186,20 @@ class UnguardedCudaApi(Rule):
         Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)\nstart.record()\n"),
         Invalid("import torch\nwith torch.cuda.device(1):\n    x = torch.ones(2)\n"),
         Invalid("import torch\nx = torch.ones(3)\ny = x.pin_memory()\nprint(y)\n"),
+        Invalid(  # a function name is no guard, in a script its unguarded caller runs it
+            "import torch\ndef bench_cuda():\n    torch.cuda.synchronize()\n"
+            "if __name__ == '__main__':\n    bench_cuda()\n",
+            "import torch\ndef bench_cuda():\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n"
+            "if __name__ == '__main__':\n    bench_cuda()\n",
+        ),
+        Invalid(  # a library's training step that synchronizes unguarded
+            "import torch\ndef _step(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"
+            "def train_epoch(model, opt, loader):\n    for x in loader:\n        _step(model, opt, x)\n"
+            "        torch.cuda.synchronize()\n",
+            "import torch\ndef _step(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"
+            "def train_epoch(model, opt, loader):\n    for x in loader:\n        _step(model, opt, x)\n"
+            "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n",
+        ),
         Invalid("import torch\nprint('GPU:', torch.cuda.get_device_name(0))\n",
                 "import torch\nif torch.cuda.is_available():\n    print('GPU:', torch.cuda.get_device_name(0))\n"),
     ]
