@@ -45,7 +45,9 @@ _CONTEXT_ONLY = frozenset({"device", "graph", "nvtx.range"})
 
 def _is_script(module: cst.Module) -> bool:
     """A file that runs code when executed: a `__main__` block, a module-level loop, or a
-    module-level call of a function defined in the file."""
+    module-level call statement of a public function defined in the file (`main()`,
+    `train(model)`). A library's import-time set-up is not that: `_lazy_call(_check)`,
+    `register_x(...)`, `benchmarker = _make_default()`, a call handing over a function."""
     defined = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
     for stmt in module.body:
         if isinstance(stmt, (cst.For, cst.While)):
@@ -54,9 +56,12 @@ def _is_script(module: cst.Module) -> bool:
             return True
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                value = getattr(small, "value", None)
-                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
-                        and value.func.value in defined:
+                value = small.value if isinstance(small, cst.Expr) else None
+                if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+                    continue
+                name = value.func.value
+                if (name in defined and not name.startswith(("_", "register"))
+                        and not any(isinstance(a.value, cst.Name) and a.value.value in defined for a in value.args)):
                     return True
     return False
 

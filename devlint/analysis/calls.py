@@ -78,14 +78,22 @@ class CallGraph:
         for stmt in module.body:
             if isinstance(stmt, cst.FunctionDef):
                 self._define(stmt.name.value, stmt, None, dupes)
-            elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
-                for m in stmt.body.body:
-                    if isinstance(m, cst.FunctionDef):
-                        name = stmt.name.value if m.name.value == "__init__" else m.name.value
-                        self._define(name, m, stmt, dupes)
+            elif isinstance(stmt, cst.ClassDef):
+                self._define_class(stmt, dupes)
         for d in dupes:
             self.funcs.pop(d, None)
         self._walk(module)
+
+    def _define_class(self, cls: cst.ClassDef, dupes: set) -> None:
+        """Methods of a class, and of the classes nested in it (test bases in a holder class)."""
+        if not isinstance(cls.body, cst.IndentedBlock):
+            return
+        for m in cls.body.body:
+            if isinstance(m, cst.FunctionDef):
+                name = cls.name.value if m.name.value == "__init__" else m.name.value
+                self._define(name, m, cls, dupes)
+            elif isinstance(m, cst.ClassDef):
+                self._define_class(m, dupes)
 
     def _define(self, name: str, fn: cst.FunctionDef, cls, dupes: set) -> None:
         if name in self.funcs:
