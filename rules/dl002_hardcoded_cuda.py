@@ -3,12 +3,11 @@ from __future__ import annotations
 import re
 import libcst as cst
 
-from devlint.analysis.calls import UNKNOWN, call_graph
+from devlint.analysis.calls import UNKNOWN, call_graph, literals_reaching
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import TENSOR, PARAM, call_arg, dotted, is_cuda_string, root_name, string_value
 from devlint.fixes import DeviceChoice, choose_device, guarded_literal, torch_ref
-from devlint.walk import nodes
 from devlint.rule import Invalid, Rule
 
 LEGACY_TYPES = {
@@ -28,7 +27,18 @@ class HardcodedCuda(Rule):
     Flags code that hard-codes the CUDA device where no availability check guards it:
     `.cuda()`, `.cuda(i)`, `torch.device("cuda")`, `"cuda"`/`"cuda:N"` passed or
     assigned as a device, `device=0` / `.to(0)`, legacy `torch.cuda.FloatTensor` & co,
-    and `torch.set_default_tensor_type("torch.cuda...")`.
+    and `torch.set_default_tensor_type("torch.cuda...")`; also an int or `"cuda"` that
+    reaches `.to(p)` through one or two calls of the file's own functions or classes
+    (`device = 0` -> `main(device)` -> `Trainer(model, gpu_id)` -> `model.to(gpu_id)`),
+    reported where it is defined.
+
+    Silent where the file makes sure of a GPU (`devlint.analysis.guards`): an availability
+    check, a test gated for GPUs (`@RunIf(min_cuda_gpus=1)`, `skipif(not
+    torch.cuda.is_available())`, `pytest.param(..., marks=...)`, `pytestmark`), an
+    `assert torch.cuda.is_available()` / `device_count() > rank`, an init that exits without
+    a GPU, NCCL code, CUDA extension code (an `autograd.Function` feeding a compiled kernel),
+    and for a `device="cuda"` default that every call in the file overrides. A file or
+    function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
 
     ## Why is this bad?
     The script crashes on any machine without a CUDA GPU (`Torch not compiled with
@@ -57,8 +67,11 @@ class HardcodedCuda(Rule):
     value *is* the file's device definition (`device = torch.device("cuda:0")`, an
     argparse `default="cuda"`) it is guarded in place. `.cuda(i)` with an index and
     files using DataParallel/DDP/NCCL are multi-GPU by design: their fixes are
-    unsafe. `set_default_tensor_type` and legacy types used as values are reported
-    without a fix.
+    unsafe. `.cuda(x.device)` keeps its device (`.to(x.device)`). A library module (no
+    `__main__` block, no module-level work) never gets an import-time device global: the fix
+    uses a tensor parameter's device, or there is no fix. A literal that reaches `.to()`
+    through calls is guarded where it is defined (safe when nothing else reads the name).
+    `set_default_tensor_type` and legacy types used as values are reported without a fix.
     """
 
     code = "DL002"
@@ -537,7 +550,7 @@ class HardcodedCuda(Rule):
             f = g.func_of_node.get(fn)
             if f is not None and f.cls is not None:
                 where = f"{f.cls.name.value}.{where}"
-            for lit, via, only_use in self._literals_reaching(g, fn, param, 0, True):
+            for lit, via, only_use in literals_reaching(self.facts, fn, param):
                 if lit in seen or lit in self._handled or lit in self._guarded_literals:
                     continue
                 seen.add(lit)
@@ -551,52 +564,3 @@ class HardcodedCuda(Rule):
                 fix = Fix(how, "fall back to the CPU when CUDA is unavailable",
                           {lit: guarded_literal(self.facts, lit)}, needs_torch_import=needs_torch)
                 self.report(lit, msg, fix)
-
-    def _literals_reaching(self, g, fn: cst.FunctionDef, param: str, depth: int, only: bool):
-        """(literal, callee name) for each int / "cuda" literal bound to ``param`` of ``fn``
-        at its calls in the file, following names one or two calls back."""
-        f = g.func_of_node.get(fn)
-        sites = g.callers_of(fn)
-        if f is None or not sites:
-            return
-        for call, caller in sites:
-            arg = f.bound_arg(call, param)
-            if arg is None or arg is UNKNOWN:
-                continue
-            if _is_device_literal(arg):
-                yield arg, f.name, only
-            elif isinstance(arg, cst.Name):
-                name = arg.value
-                scope = caller
-                body = self.ctx.module if scope is None else scope.body
-                lits = _single_literal_binding(body, name)
-                if lits is not None:
-                    uses = sum(1 for n in nodes(body) if isinstance(n, cst.Name) and n.value == name)
-                    yield lits, f.name, only and uses == 2
-                elif (scope is not None and depth < 1 and name not in self.facts.rebound.get(scope, ())
-                      and any(p.name.value == name for p in (*scope.params.posonly_params, *scope.params.params,
-                                                              *scope.params.kwonly_params))):
-                    passed_only = sum(1 for n in nodes(scope.body) if isinstance(n, cst.Name) and n.value == name) == 1
-                    yield from self._literals_reaching(g, scope, name, depth + 1, only and passed_only)
-
-
-def _is_device_literal(node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.Integer) or is_cuda_string(node))
-
-
-def _single_literal_binding(scope: cst.CSTNode, name: str):
-    """The literal of the one assignment ``name = 0`` / ``name = "cuda"`` in ``scope`` (not
-    entering nested functions), or None when the name is bound otherwise or more than once."""
-    found = []
-    for n in nodes(scope):
-        if isinstance(n, cst.Assign):
-            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
-                found.append(n.value)
-            elif any(name in {x.value for x in nodes(t.target) if isinstance(x, cst.Name)} for t in n.targets):
-                return None
-        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)) and any(
-                isinstance(x, cst.Name) and x.value == name for x in nodes(n.target)):
-            return None
-    if len(found) == 1 and _is_device_literal(found[0]):
-        return found[0]
-    return None

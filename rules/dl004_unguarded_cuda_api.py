@@ -93,9 +93,12 @@ class UnguardedCudaApi(Rule):
     a function of the file that exits without a GPU. A file or function *name* guards
     nothing: `train_gpu.py` crashes on a laptop like any other script. Inside
     functions, only *scripts* are checked (a file with an `if __name__ == "__main__":`
-    block, a module-level loop, or a module-level call of one of its own functions): in a
-    library module the caller decides whether a CUDA-only helper runs, and devlint does
-    not follow calls across files.
+    block, a module-level loop, or a module-level call of one of its own public functions),
+    and a helper stays quiet when every call of it in the file is guarded (by its caller or
+    the caller's callers). In a library module the caller decides whether a CUDA-only helper
+    runs (devlint does not follow calls across files), except for a training step: a
+    function that runs `backward()` / `optimizer.step()` (itself or in a helper it calls)
+    and calls `torch.cuda.synchronize()` unguarded.
 
     ## Why is this bad?
     A script that otherwise falls back to the CPU crashes with `Torch not compiled with

@@ -19,7 +19,8 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.walk import children
+from devlint.syntax import is_cuda_string
+from devlint.walk import children, nodes
 
 UNKNOWN = object()  # the argument of a call that cannot be matched to a parameter (``*args``)
 
@@ -152,3 +153,57 @@ def call_graph(facts) -> CallGraph:
     if g is None:
         g = facts._call_graph = CallGraph(facts.module)
     return g
+
+
+def literals_reaching(facts, fn: cst.FunctionDef, param: str, depth: int = 0, only: bool = True):
+    """``(literal, callee name, only_use)`` for each int / ``"cuda"`` literal bound to ``param``
+    of ``fn`` at its calls in the file: passed directly, bound once to the name passed
+    (``device = 0; main(device)``), or one call further back (``main(device)`` passing its own
+    parameter on to ``Trainer(..., gpu_id)``). ``only_use``: nothing but those calls reads
+    the names on the way (guarding the literal changes nothing else)."""
+    g = call_graph(facts)
+    f = g.func_of_node.get(fn)
+    sites = g.callers_of(fn)
+    if f is None or not sites:
+        return
+    for call, caller in sites:
+        arg = f.bound_arg(call, param)
+        if arg is None or arg is UNKNOWN:
+            continue
+        if _is_device_literal(arg):
+            yield arg, f.name, only
+        elif isinstance(arg, cst.Name):
+            name = arg.value
+            scope = caller
+            body = facts.module if scope is None else scope.body
+            lits = _single_literal_binding(body, name)
+            if lits is not None:
+                uses = sum(1 for n in nodes(body) if isinstance(n, cst.Name) and n.value == name)
+                yield lits, f.name, only and uses == 2
+            elif (scope is not None and depth < 1 and name not in facts.rebound.get(scope, ())
+                  and any(p.name.value == name for p in (*scope.params.posonly_params, *scope.params.params,
+                                                          *scope.params.kwonly_params))):
+                passed_only = sum(1 for n in nodes(scope.body) if isinstance(n, cst.Name) and n.value == name) == 1
+                yield from literals_reaching(facts, scope, name, depth + 1, only and passed_only)
+
+
+def _is_device_literal(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.Integer) or is_cuda_string(node))
+
+
+def _single_literal_binding(scope: cst.CSTNode, name: str):
+    """The literal of the one assignment ``name = 0`` / ``name = "cuda"`` in ``scope`` (not
+    entering nested functions), or None when the name is bound otherwise or more than once."""
+    found = []
+    for n in nodes(scope):
+        if isinstance(n, cst.Assign):
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
+                found.append(n.value)
+            elif any(name in {x.value for x in nodes(t.target) if isinstance(x, cst.Name)} for t in n.targets):
+                return None
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)) and any(
+                isinstance(x, cst.Name) and x.value == name for x in nodes(n.target)):
+            return None
+    if len(found) == 1 and _is_device_literal(found[0]):
+        return found[0]
+    return None
