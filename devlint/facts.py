@@ -626,6 +626,8 @@ class ContextTracker(BatchableCSTVisitor):
         cls = self._method_of.get(node)
         if not guarded and cls is not None and node.name.value != "__init__":
             guarded = cls in guards.model(self.facts).guarded_classes  # its __init__ ensures a GPU
+        if not guarded:
+            guarded = node in guards.model(self.facts).cuda_only_functions  # imports TensorRT, CuPy ...
         self.blocks.append(_Block(guarded=guarded))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -700,6 +702,14 @@ class ContextTracker(BatchableCSTVisitor):
 
     def leave_If_orelse(self, node: cst.If) -> None:
         self._pop_if(node.test, -1)
+
+    def visit_Try_body(self, node: cst.Try) -> None:
+        if guards.try_guards(node):
+            self.guard_depth += 1
+
+    def leave_Try_body(self, node: cst.Try) -> None:
+        if guards.try_guards(node):
+            self.guard_depth -= 1
 
     def visit_IfExp_body(self, node: cst.IfExp) -> None:
         self._push_if(node.test, 1)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 import libcst as cst
 
-from devlint.analysis.calls import UNKNOWN, call_graph, literals_reaching
+from devlint.analysis.calls import UNKNOWN, call_graph, guarded_by_callers, literals_reaching, param_places
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import TENSOR, PARAM, call_arg, dotted, is_cuda_string, root_name, string_value
@@ -228,6 +228,9 @@ class HardcodedCuda(Rule):
         self._library: bool | None = None
         self._guarded_literals: set = set()  # int / "cuda" literals under a guard
         self._param_moves: dict = {}  # (FunctionDef, param) -> placements `.to(param)` seen
+        self._dead: set = set()  # parameter defaults that never run or never place
+        self._site_guarded: dict = {}  # Call -> guarded where it is made
+        self._pending: list = []  # findings inside functions: kept unless every caller guards
 
     # ---- helpers --------------------------------------------------------------------
     def _silent(self) -> bool:
@@ -324,7 +327,8 @@ class HardcodedCuda(Rule):
         func = node.func
         if isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass") and len(node.args) == 2:
             self._called.add(node.args[1].value)  # a type test never raises on a CPU build
-        if self._silent():
+        self._site_guarded[node] = self.t.guarded
+        if self._silent() or node in self._dead:
             self._guarded_literals.update(a.value for a in node.args)
             return
         if not self._places(node):
@@ -494,12 +498,23 @@ class HardcodedCuda(Rule):
                 return
 
     def visit_Param(self, node: cst.Param) -> None:
-        if self._silent() or node.default is None or not is_cuda_string(node.default):
+        d = node.default
+        if self._silent() or d is None:
             return
-        if "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
-            if self._default_is_dead(node):
-                return
-            self._guard_in_place(node.default, f"parameter `{node.name.value}` defaults to the CUDA device")
+        is_device_call = isinstance(d, cst.Call) and self.facts.qualname(d.func) == "torch.device"
+        if not (is_cuda_string(d) or is_device_call):
+            return
+        if self._default_is_dead(node) or not self._default_places(node):
+            self._dead.add(d)  # never runs, or only names a device type / is compared
+            return
+        if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
+            self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device")
+
+    def _default_places(self, param: cst.Param) -> bool:
+        fn = self.t.function
+        if fn is None:
+            return True
+        return param_places(fn, param.name.value, self.t.cls if self.t.method is fn else None)
 
     def _default_is_dead(self, param: cst.Param) -> bool:
         """Every call of the function in the file passes this parameter: the default never runs."""
@@ -540,7 +555,20 @@ class HardcodedCuda(Rule):
             key = (init, sources[0].value)
             self._param_moves[key] = self._param_moves.get(key, 0) + 1
 
+    def report(self, node, message, fix=None) -> None:
+        fn = self.t.function
+        if fn is None:
+            super().report(node, message, fix)
+        else:
+            self._pending.append((fn, node, message, fix))
+
     def finish(self) -> None:
+        if self._pending:
+            g = call_graph(self.facts)
+            memo: dict = {}
+            for fn, node, msg, fix in self._pending:
+                if not guarded_by_callers(g, fn, self._site_guarded, memo):
+                    super().report(node, msg, fix)
         if not self._param_moves:
             return
         g = call_graph(self.facts)

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis import guards
-from devlint.analysis.calls import call_graph
+from devlint.analysis.calls import call_graph, guarded_by_callers
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import dotted
 from devlint.fixes import torch_ref
@@ -340,23 +340,11 @@ class UnguardedCudaApi(Rule):
         g = call_graph(self.facts)
         memo: dict = {}
         for fn, node, msg, fix in self._pending:
-            if self._guarded_by_callers(g, fn, memo):
+            if guarded_by_callers(g, fn, self._site_guarded, memo):
                 continue
             if not self._script and not self._runs_step(g, fn, set()):
                 continue
             self.report(node, msg, fix)
-
-    def _guarded_by_callers(self, g, fn, memo: dict) -> bool:
-        if fn in memo:
-            return memo[fn]
-        memo[fn] = False  # a cycle guards nothing
-        sites = g.callers_of(fn)
-        ok = bool(sites) and all(
-            self._site_guarded.get(call, False)
-            or (caller is not None and self._guarded_by_callers(g, caller, memo))
-            for call, caller in sites)
-        memo[fn] = ok
-        return ok
 
     def _runs_step(self, g, fn, seen: set) -> bool:
         """``fn`` calls ``backward()`` / ``optimizer.step()``, itself or in a helper of the file."""

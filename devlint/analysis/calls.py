@@ -147,6 +147,21 @@ def _call_name(call: cst.Call) -> Optional[str]:
     return None
 
 
+def guarded_by_callers(g: CallGraph, fn: cst.FunctionDef, site_guarded: dict, memo: dict) -> bool:
+    """Every call of ``fn`` in the file (at least one) is guarded where it is made, or is made
+    in a function that is itself guarded by all its callers (``site_guarded``: Call -> bool,
+    recorded by the rule during the traversal)."""
+    if fn in memo:
+        return memo[fn]
+    memo[fn] = False  # a cycle guards nothing
+    sites = g.callers_of(fn)
+    ok = bool(sites) and all(
+        site_guarded.get(call, False) or (caller is not None and guarded_by_callers(g, caller, site_guarded, memo))
+        for call, caller in sites)
+    memo[fn] = ok
+    return ok
+
+
 def call_graph(facts) -> CallGraph:
     """The file's call graph, built once and kept on the facts object."""
     g = getattr(facts, "_call_graph", None)
@@ -207,3 +222,54 @@ def _single_literal_binding(scope: cst.CSTNode, name: str):
     if len(found) == 1 and _is_device_literal(found[0]):
         return found[0]
     return None
+
+
+# calls whose `device` is a device *type* or a query: they run without a GPU
+_NOT_PLACING = frozenset({"autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype",
+                          "get_autocast_gpu_dtype", "set_autocast_dtype", "device_count", "get_device_module",
+                          "is_available", "synchronize"})
+
+
+def param_places(fn: cst.FunctionDef, name: str, cls: Optional[cst.ClassDef] = None) -> bool:
+    """Whether parameter ``name`` of ``fn`` reaches a placement: ``.to(name)``, ``.cuda(name)``,
+    ``device=name`` / ``map_location=name`` in a call that places, ``torch.device(name)``;
+    in ``__init__`` also through ``self.attr = name`` anywhere in the class. A device only
+    compared, logged, or given to ``autocast`` / ``GradScaler`` places nothing."""
+    refs = {name}
+    scopes: list = [fn.body]
+    if cls is not None and fn.name.value == "__init__":
+        for n in nodes(fn.body):
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == name:
+                for t in n.targets:
+                    if (isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                            and t.target.value.value == "self"):
+                        refs.add(f"self.{t.target.attr.value}")
+        scopes = [cls.body]
+    for scope in scopes:
+        for n in nodes(scope, into_scopes=True):
+            if isinstance(n, cst.Call) and _places_ref(n, refs):
+                return True
+    return False
+
+
+def _ref(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return f"self.{node.attr.value}"
+    return None
+
+
+def _places_ref(call: cst.Call, refs: set) -> bool:
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+    if last in _NOT_PLACING:
+        return False
+    for i, a in enumerate(call.args):
+        if _ref(a.value) not in refs:
+            continue
+        if a.keyword is not None and a.keyword.value in ("device", "map_location"):
+            return True
+        if a.keyword is None and i == 0 and last in ("to", "cuda", "device"):
+            return True
+    return False

@@ -35,7 +35,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.syntax import call_arg, dotted, string_value
-from devlint.walk import nodes
+from devlint.walk import nodes, statements
 
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "unittest.skip",
                         "pytest.exit", "raise_error"})
@@ -168,11 +168,18 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
             if sv == "nccl" and isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
                 return 1 if isinstance(op, (cst.Equal, cst.Is)) else -1  # NCCL runs only on GPUs
             if _is_device_expr(facts, a):
-                is_cuda = sv.startswith("cuda")
+                is_cuda = sv.startswith("cuda") or sv == "gpu"
                 if isinstance(op, (cst.Equal, cst.Is)):
                     return 1 if is_cuda else (-1 if sv == "cpu" else 0)
                 if isinstance(op, (cst.NotEqual, cst.IsNot)):
                     return 1 if sv == "cpu" else (-1 if is_cuda else 0)
+        if isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
+            for b in (right, left):
+                d = dotted(b) if isinstance(b, cst.Attribute) else None
+                last = d.rsplit(".", 1)[-1] if d else ""
+                if last and _CONSTANT_FLAG.fullmatch(last) and _NAMEISH_FLAG.search(last):
+                    # `state.distributed_type == DistributedType.MULTI_GPU`, `kind is Backend.CUDA`
+                    return 1 if isinstance(op, (cst.Equal, cst.Is)) else -1
     return 0
 
 
@@ -260,6 +267,23 @@ def param_guards(facts, call: cst.Call) -> bool:
     return a is not None and is_gpu_mark(facts, a.value)
 
 
+_CAUGHT = frozenset({"Exception", "BaseException", "RuntimeError", "AssertionError", "torch.cuda.CudaError",
+                     "torch.AcceleratorError"})
+
+
+def try_guards(try_node: cst.CSTNode) -> bool:
+    """``try: <CUDA probe> except RuntimeError:``: a failure without a GPU is handled, not a crash
+    (a bare ``except``, or one catching Exception / RuntimeError / AssertionError)."""
+    for h in getattr(try_node, "handlers", ()):
+        t = h.type
+        if t is None:
+            return True
+        kinds = [e.value for e in t.elements] if isinstance(t, cst.Tuple) else [t]
+        if any(dotted(k) in _CAUGHT for k in kinds):
+            return True
+    return False
+
+
 # ---------------------------------------------------------------------------------
 # statements that make sure the rest of their block runs with a GPU
 # ---------------------------------------------------------------------------------
@@ -333,8 +357,11 @@ class GuardModel:
         self.ensuring: set = set()  # function / class / method names whose call ensures CUDA
         self.guarded_classes: set = set()  # ClassDef nodes whose __init__ ensures CUDA
         self.cuda_extension = False  # an autograd.Function feeding a compiled CUDA kernel
+        self.cuda_only_functions: set = set()  # FunctionDefs that import a CUDA-only package
         self.file_guarded = False
         self._scan(facts.module)
+        if _CUDA_ONLY_IMPORT.search(facts.source):
+            self._scan_cuda_only_imports(facts.module)
 
     def _scan(self, module: cst.Module) -> None:
         f = self.facts
@@ -376,7 +403,24 @@ class GuardModel:
             if not changed:
                 break
         self.cuda_extension = any(self._is_extension_function(c) for c in classes)
+        for c in classes:
+            if self._declares_cuda_availability(c):
+                self.guarded_classes.add(c)
         self.file_guarded = self.file_guarded or self.cuda_extension
+
+    # ---- code built on a CUDA-only package (TensorRT, CuPy, PyCUDA, Triton kernels ...) ------
+    def _scan_cuda_only_imports(self, module: cst.Module) -> None:
+        for stmt in module.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and any(
+                    _cuda_only_import(s, _CUDA_ONLY_FILE) for s in stmt.body):
+                self.file_guarded = True
+                return
+        for n in nodes(module, into_scopes=True):
+            if isinstance(n, cst.FunctionDef) and isinstance(n.body, cst.IndentedBlock):
+                for st in statements(n.body):
+                    if isinstance(st, (cst.Import, cst.ImportFrom)) and _cuda_only_import(st, _CUDA_ONLY_FUNCTION):
+                        self.cuda_only_functions.add(n)
+                        break
 
     # ---- CUDA extension code -----------------------------------------------------------
     def _extension_names(self) -> set:
@@ -405,6 +449,17 @@ class GuardModel:
                             names.add(t.target.value)
         return names
 
+    def _declares_cuda_availability(self, cls: cst.ClassDef) -> bool:
+        """A backend class whose own ``is_available()`` asks for CUDA (Lightning's
+        ``CUDAAccelerator``): the framework uses its other methods only when it answers yes."""
+        if not isinstance(cls.body, cst.IndentedBlock):
+            return False
+        for m in cls.body.body:
+            if isinstance(m, cst.FunctionDef) and m.name.value == "is_available":
+                code = self.facts.module.code_for_node(m.body)
+                return "cuda" in code.lower() or guard_polarity(self.facts, _returned(m)) == 1
+        return False
+
     def _is_extension_function(self, cls: cst.ClassDef) -> bool:
         if not any(self.facts.qualname(b.value) in _AUTOGRAD_FUNCTION for b in cls.bases):
             return False
@@ -420,6 +475,28 @@ class GuardModel:
             if root.split(".")[0] in ext:
                 return True
         return False
+
+
+def _returned(fn: cst.FunctionDef) -> cst.BaseExpression:
+    for st in statements(fn.body):
+        if isinstance(st, cst.Return) and st.value is not None:
+            return st.value
+    return cst.Name("None")
+
+
+# packages that only run on an NVIDIA GPU: code importing them has no CPU path
+_CUDA_ONLY_FILE = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "cuda"})
+_CUDA_ONLY_FUNCTION = _CUDA_ONLY_FILE | {"triton"}
+_CUDA_ONLY_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:tensorrt|torch_tensorrt|pycuda|cupy|apex|flash_attn"
+                               rb"|triton|cuda)\b", re.M)
+
+
+def _cuda_only_import(s: cst.CSTNode, roots: frozenset) -> bool:
+    if isinstance(s, cst.Import):
+        return any((dotted(al.name) or "").split(".")[0] in roots for al in s.names)
+    if isinstance(s, cst.ImportFrom) and s.module is not None and not s.relative:
+        return (dotted(s.module) or "").split(".")[0] in roots
+    return False
 
 
 def _targets(s) -> list:
