@@ -123,6 +123,25 @@ class HardcodedCuda(Rule):
         # a default that every call in the file overrides never runs
         "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
         "print(make(2, device='cpu'), make(3, 'cpu'))\n",
+        "import torch\nclass Loader:\n    def __init__(self, data, device=torch.device('cuda')):\n"
+        "        self.data = data.to(device)\nLoader(torch.ones(2), device=torch.device('cpu'))\n",
+        # a `device` that only names a device type (autocast, GradScaler) places nothing
+        "import torch\ndef autocast_on(device='cuda'):\n    return torch.is_autocast_enabled(device)\n",
+        "import torch\nclass Scaler:\n    def __init__(self, device='cuda'):\n"
+        "        self.scaler = torch.amp.GradScaler(device=device)\n",
+        # a helper that every caller in the file guards
+        "import torch\ndef make():\n    return torch.ones(2).cuda()\nif torch.cuda.is_available():\n    print(make())\n",
+        # a probe whose failure is handled, a backend class that says when it is available
+        "import torch\ntry:\n    torch.ones(1, device='cuda:0')\nexcept RuntimeError:\n    print('no GPU')\n",
+        "import torch\nclass CUDABackend:\n    @staticmethod\n    def is_available():\n"
+        "        return torch.cuda.device_count() > 0\n    def devices(self, ids):\n"
+        "        return [torch.device('cuda', i) for i in ids]\n",
+        # code built on a CUDA-only package (TensorRT, CuPy, PyCUDA ...) has no CPU path
+        "import torch\ndef build_engine(x):\n    import tensorrt as trt\n    return x.to('cuda:0'), trt.Logger()\n",
+        # GPU-only branches spelled by the project: `"gpu"` device names, enum constants
+        "import torch\ndef pick(device):\n    if device == 'gpu':\n        device = 'cuda'\n    return device\n",
+        "import torch\nfrom state import DistributedType\ndef f(state):\n"
+        "    if state.distributed_type == DistributedType.MULTI_GPU:\n        return torch.ones(1).cuda()\n",
     ]
     INVALID = [
         Invalid(

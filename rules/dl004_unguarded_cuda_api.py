@@ -173,6 +173,12 @@ class UnguardedCudaApi(Rule):
         "import torch\nclass Bench:\n    def __init__(self):\n        if not torch.cuda.is_available():\n"
         "            raise RuntimeError('GPU only')\n    def run(self):\n        torch.cuda.synchronize()\n"
         "Bench().run()\n",
+        # a failure without CUDA is handled
+        "import torch\ntry:\n    name = torch.cuda.get_device_name(0)\nexcept (RuntimeError, AssertionError):\n"
+        "    name = 'cpu'\nprint(name)\n",
+        "import torch\nfrom state import DistributedType\ndef check(state):\n"
+        "    if state.distributed_type == DistributedType.MULTI_GPU:\n        torch.cuda.synchronize()\n"
+        "if __name__ == '__main__':\n    check(None)\n",
         # a library function that does no training step: its caller decides
         "import torch\ndef timed(fn):\n    torch.cuda.synchronize()\n    return fn()\n",
     ]
