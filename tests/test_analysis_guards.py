@@ -345,3 +345,146 @@ def test_a_function_used_as_a_value_has_unknown_callers():
     f = facts_of(CALLS)
     assert call_graph(f).callers_of(func(f, "run")) is None  # register(callback=run)
     assert call_graph(f) is call_graph(f)
+
+
+# ---- more guards: project spellings, handled probes, backends, CUDA-only packages ----------
+
+@pytest.mark.parametrize("test,want", [
+    ("device == 'gpu'", 1),
+    ("state.distributed_type == DistributedType.MULTI_GPU", 1),
+    ("state.distributed_type != DistributedType.MULTI_GPU", -1),
+    ("state.distributed_type == DistributedType.MULTI_CPU", 0),
+    ("kind == Kind.default", 0),
+])
+def test_project_spellings_of_a_gpu_branch(test, want):
+    f = facts_of("import torch\n")
+    assert guards.guard_polarity(f, expr(f, test)) == want
+
+
+@pytest.mark.parametrize("handler,want", [
+    ("except RuntimeError:", True),
+    ("except (ValueError, AssertionError):", True),
+    ("except Exception as e:", True),
+    ("except:", True),
+    ("except ValueError:", False),
+    ("except ImportError:", False),
+])
+def test_try_guards_when_the_failure_is_handled(handler, want):
+    stmt = cst.parse_statement(f"try:\n    torch.ones(1, device='cuda')\n{handler}\n    pass\n")
+    assert guards.try_guards(stmt) is want
+
+
+def test_backend_class_that_declares_its_cuda_availability():
+    f = facts_of('''
+        import torch
+        class CUDAAccelerator:
+            @staticmethod
+            def is_available():
+                return num_cuda_devices() > 0
+            def devices(self, ids):
+                return [torch.device("cuda", i) for i in ids]
+        class Other:
+            @staticmethod
+            def is_available():
+                return True
+        ''')
+    assert guards.model(f).guarded_classes == {cls(f, "CUDAAccelerator")}
+
+
+def test_code_importing_a_cuda_only_package():
+    f = facts_of('''
+        import torch
+        def export_engine(x):
+            import tensorrt as trt
+            class Calibrator:
+                def get_batch(self):
+                    return x.to("cuda")
+            return Calibrator
+        def plain(x):
+            import numpy
+            return x.cuda()
+        ''')
+    m = guards.model(f)
+    assert m.cuda_only_functions == {func(f, "export_engine")}
+    assert not m.file_guarded
+    g = facts_of("import cupy as cp\nimport torch\nx = torch.ones(1).cuda()\n")
+    assert guards.model(g).file_guarded
+
+
+# ---- value flow through the file's calls ------------------------------------------------------
+
+from devlint.analysis.calls import guarded_by_callers, literals_reaching, param_places  # noqa: E402
+
+FLOW = '''
+import torch
+
+def autocast_on(device="cuda"):
+    return torch.is_autocast_enabled(device)
+
+def zeros(n, device="cuda"):
+    return torch.zeros(n, device=device)
+
+class Erase:
+    def __init__(self, device="cuda"):
+        self.device = device
+
+    def __call__(self, x):
+        return x + torch.empty(1, device=self.device)
+
+class Scaler:
+    def __init__(self, device="cuda"):
+        self.scaler = torch.amp.GradScaler(device=device)
+
+class Trainer:
+    def __init__(self, model, gpu_id):
+        self.model = model.to(gpu_id)
+
+def main(device):
+    Trainer(None, device)
+
+def helper():
+    return 1
+
+def outer():
+    return helper()
+
+if __name__ == "__main__":
+    device = 0
+    main(device)
+    if torch.cuda.is_available():
+        outer()
+    main(1)
+'''
+
+
+@pytest.mark.parametrize("fn,param,cls_name,want", [
+    ("autocast_on", "device", None, False),
+    ("zeros", "device", None, True),
+    ("__init__", "device", "Erase", True),  # self.device reaches torch.empty(device=...)
+    ("__init__", "device", "Scaler", False),  # GradScaler(device=...) is a device type
+])
+def test_param_places(fn, param, cls_name, want):
+    f = facts_of(FLOW)
+    c = cls(f, cls_name) if cls_name else None
+    node = next(m for m in c.body.body if isinstance(m, cst.FunctionDef)) if c else func(f, fn)
+    assert param_places(node, param, c) is want
+
+
+def test_literals_reaching_a_parameter_through_two_calls():
+    f = facts_of(FLOW)
+    init = next(m for m in cls(f, "Trainer").body.body if isinstance(m, cst.FunctionDef))
+    found = [(type(lit).__name__, lit.value, via, only) for lit, via, only in literals_reaching(f, init, "gpu_id")]
+    # `device = 0` (used once: by main(device)) and the literal `main(1)`; main's `device` passes on only
+    assert sorted(found) == [("Integer", "0", "main", True), ("Integer", "1", "main", True)]
+
+
+def test_guarded_by_callers():
+    f = facts_of(FLOW)
+    g = call_graph(f)
+    (site_outer, _), = g.callers_of(func(f, "outer"))
+    (site_helper, _), = g.callers_of(func(f, "helper"))
+    guarded = {site_outer: True, site_helper: False}
+    assert guarded_by_callers(g, func(f, "outer"), guarded, {})
+    assert guarded_by_callers(g, func(f, "helper"), guarded, {})  # its only caller is guarded
+    assert not guarded_by_callers(g, func(f, "outer"), {site_outer: False}, {})
+    assert not guarded_by_callers(g, func(f, "zeros"), guarded, {})  # no caller in the file
