@@ -628,6 +628,8 @@ class ContextTracker(BatchableCSTVisitor):
             guarded = cls in guards.model(self.facts).guarded_classes  # its __init__ ensures a GPU
         if not guarded:
             guarded = node in guards.model(self.facts).cuda_only_functions  # imports TensorRT, CuPy ...
+        if not guarded:
+            guarded = guards.function_ensures_cuda(self.facts, node)  # raises unless a GPU is usable
         self.blocks.append(_Block(guarded=guarded))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:

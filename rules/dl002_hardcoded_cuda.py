@@ -3,7 +3,9 @@ from __future__ import annotations
 import re
 import libcst as cst
 
-from devlint.analysis.calls import UNKNOWN, call_graph, guarded_by_callers, literals_reaching, param_places
+from devlint.analysis import guards
+from devlint.analysis.calls import (UNKNOWN, call_graph, guarded_by_callers, literals_reaching, param_places,
+                                   reaches_placement)
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import TENSOR, PARAM, call_arg, dotted, is_cuda_string, root_name, string_value
@@ -138,6 +140,12 @@ class HardcodedCuda(Rule):
         "        return [torch.device('cuda', i) for i in ids]\n",
         # code built on a CUDA-only package (TensorRT, CuPy, PyCUDA ...) has no CPU path
         "import torch\ndef build_engine(x):\n    import tensorrt as trt\n    return x.to('cuda:0'), trt.Logger()\n",
+        # a function that raises unless it got a CUDA device is CUDA-only by design
+        "import torch\ndef quantize(w, device=None):\n    device = device or torch.device('cuda')\n"
+        "    if device.type != 'cuda':\n        raise RuntimeError(device)\n    return w.to(device)\n",
+        # a library function that queries the CUDA runtime anyway: its caller decides
+        "import torch\ndef total(losses):\n    out = torch.cuda.FloatTensor([0.0])\n"
+        "    dev = torch.cuda.current_device()\n    return out + sum(losses).to(dev)\n",
         # GPU-only branches spelled by the project: `"gpu"` device names, enum constants
         "import torch\ndef pick(device):\n    if device == 'gpu':\n        device = 'cuda'\n    return device\n",
         "import torch\nfrom state import DistributedType\ndef f(state):\n"
@@ -248,6 +256,7 @@ class HardcodedCuda(Rule):
         self._guarded_literals: set = set()  # int / "cuda" literals under a guard
         self._param_moves: dict = {}  # (FunctionDef, param) -> placements `.to(param)` seen
         self._dead: set = set()  # parameter defaults that never run or never place
+        self._runtime: dict = {}  # library function -> calls the CUDA runtime unconditionally
         self._site_guarded: dict = {}  # Call -> guarded where it is made
         self._pending: list = []  # findings inside functions: kept unless every caller guards
 
@@ -259,6 +268,11 @@ class HardcodedCuda(Rule):
         a file name (``train_gpu.py``) guards nothing."""
         if self.t.guarded:
             return True
+        fn = self.t.function
+        if fn is not None and self._is_library() and fn not in self._runtime:
+            self._runtime[fn] = guards.calls_cuda_runtime(self.facts, fn)
+        if fn is not None and self._runtime.get(fn):
+            return True  # a library function that calls torch.cuda.current_device() & co anyway
         return self.t.method is not None and self.t.method.name.value == "cuda"
 
     def _applicability(self, forced_unsafe: bool = False) -> Applicability:
@@ -302,6 +316,16 @@ class HardcodedCuda(Rule):
         fix = Fix(self._applicability(), "fall back to the CPU when CUDA is unavailable",
                   {node: guarded_literal(self.facts, node)}, needs_torch_import=needs_torch)
         self.report(node, msg, fix)
+
+    def _unused_test_device(self) -> bool:
+        """A test's local `dev = torch.device("cuda:1")` that never reaches a placement (a cache
+        key, an argument to a fake): `torch.device` itself runs without a GPU."""
+        fn, stmt = self.t.function, self.t.statement
+        if fn is None or stmt is None or not is_test_file(self.ctx.filename):
+            return False
+        names = [t.target.value for s in stmt.body if isinstance(s, cst.Assign) for t in s.targets
+                 if isinstance(t.target, cst.Name)]
+        return bool(names) and not any(reaches_placement(fn.body, n) for n in names)
 
     def _is_definition_value(self, call_or_str: cst.CSTNode) -> bool:
         stmt = self.t.statement
@@ -388,6 +412,8 @@ class HardcodedCuda(Rule):
                 lit = node.args[0].value
                 self._handled.add(lit)
                 if self._is_definition_value(node):
+                    if self._unused_test_device():
+                        return
                     if len(node.args) == 1:
                         self._guard_in_place(lit, f"`{self.ctx.module.code_for_node(node)}` hard-codes "
                                                   "the CUDA device")

@@ -122,3 +122,27 @@ def test_one_file_one_device_variable(src, style, name):
     assert "torch_device" not in text and "device_ =" not in text
     assert not [d for d in out.remaining if d.code in ("DL002", "DL010")]
     compile(text, "train.py", "exec")
+
+
+CACHE_KEYS = textwrap.dedent('''\
+    import torch
+
+
+    def test_cache_keeps_one_entry_per_device(cache):
+        device_0 = torch.device("cuda:0")
+        device_1 = torch.device("cuda:1")
+        assert cache.get(device_0) is not cache.get(device_1)
+
+
+    def test_moves_to_the_gpu():
+        dev = torch.device("cuda:0")
+        assert torch.ones(1).to(dev).is_cuda
+    ''')
+
+
+def test_a_test_device_used_only_as_a_key_is_not_a_placement():
+    diags = lint_source(CACHE_KEYS.encode(), "tests/test_cache.py", _settings()).diagnostics
+    assert [(d.code, d.line) for d in diags] == [("DL002", 11)]
+    # outside a test file the same definitions are device choices: all three are reported
+    diags = lint_source(CACHE_KEYS.encode(), "cache_check.py", _settings()).diagnostics
+    assert sorted(d.line for d in diags) == [5, 6, 11]

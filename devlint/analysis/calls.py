@@ -252,6 +252,11 @@ def param_places(fn: cst.FunctionDef, name: str, cls: Optional[cst.ClassDef] = N
     return False
 
 
+def reaches_placement(scope: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is used in a placement anywhere under ``scope`` (see ``param_places``)."""
+    return any(isinstance(n, cst.Call) and _places_ref(n, {name}) for n in nodes(scope, into_scopes=True))
+
+
 def _ref(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, cst.Name):
         return node.value

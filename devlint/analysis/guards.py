@@ -344,6 +344,36 @@ def _suite_ensures(facts, body: cst.BaseSuite, ensuring: set) -> bool:
     return False
 
 
+def function_ensures_cuda(facts, fn: cst.FunctionDef) -> bool:
+    """A function that raises or exits unless a GPU is usable (``assert torch.cuda.is_available()``,
+    ``if device.type != "cuda": raise``, ``init_process_group("nccl")``) is CUDA-only by design:
+    on a CPU-only machine it fails whatever it did before the check."""
+    return isinstance(fn.body, cst.IndentedBlock) and _suite_ensures(facts, fn.body, model(facts).ensuring)
+
+
+# CUDA runtime calls that raise without a GPU: a library function making one unconditionally
+# is CUDA-only by design (its caller decides whether it runs)
+_RUNTIME = frozenset({"torch.cuda.current_device", "torch.cuda.set_device", "torch.cuda.synchronize",
+                      "torch.cuda.current_stream", "torch.cuda.get_device_properties",
+                      "torch.cuda.get_device_capability", "torch.cuda.Stream", "torch.cuda.Event"})
+
+
+def calls_cuda_runtime(facts, fn: cst.FunctionDef) -> bool:
+    """``fn`` calls the CUDA runtime (``torch.cuda.current_device()`` ...) in a statement of its
+    body that no condition or ``try`` encloses."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return False
+    for stmt in fn.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for n in nodes(stmt):
+            if isinstance(n, (cst.IfExp, cst.BooleanOperation, cst.Lambda)):
+                break
+            if isinstance(n, cst.Call) and facts.qualname(n.func) in _RUNTIME:
+                return True
+    return False
+
+
 # ---------------------------------------------------------------------------------
 # the per-file model
 # ---------------------------------------------------------------------------------
