@@ -56,9 +56,11 @@ def _is_script(module: cst.Module) -> bool:
             return True
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                value = small.value if isinstance(small, cst.Expr) else None
+                value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
                 if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
                     continue
+                if isinstance(small, cst.Assign) and not value.args:
+                    continue  # `bases = get_test_bases()`: a module-level constant
                 name = value.func.value
                 if (name in defined and not name.startswith(("_", "register"))
                         and not any(isinstance(a.value, cst.Name) and a.value.value in defined for a in value.args)):
