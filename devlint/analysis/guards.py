@@ -515,10 +515,11 @@ def _returned(fn: cst.FunctionDef) -> cst.BaseExpression:
 
 
 # packages that only run on an NVIDIA GPU: code importing them has no CPU path
-_CUDA_ONLY_FILE = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "cuda"})
+_CUDA_ONLY_FILE = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "cuda",
+                            "cutlass"})
 _CUDA_ONLY_FUNCTION = _CUDA_ONLY_FILE | {"triton"}
 _CUDA_ONLY_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:tensorrt|torch_tensorrt|pycuda|cupy|apex|flash_attn"
-                               rb"|triton|cuda)\b", re.M)
+                               rb"|triton|cuda|cutlass)\b", re.M)
 
 
 def _cuda_only_import(s: cst.CSTNode, roots: frozenset) -> bool:
