@@ -59,8 +59,10 @@ def _is_script(module: cst.Module) -> bool:
                 value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
                 if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
                     continue
-                if isinstance(small, cst.Assign) and not value.args:
-                    continue  # `bases = get_test_bases()`: a module-level constant
+                if isinstance(small, cst.Assign) and (not value.args or any(
+                        isinstance(t.target, cst.Name) and (t.target.value.startswith("_") or t.target.value.isupper())
+                        for t in small.targets)):
+                    continue  # `bases = get_test_bases()`, `_run_slow = parse_flag(...)`: module constants
                 name = value.func.value
                 if (name in defined and not name.startswith(("_", "register"))
                         and not any(isinstance(a.value, cst.Name) and a.value.value in defined for a in value.args)):

@@ -351,6 +351,9 @@ def test_a_function_used_as_a_value_has_unknown_callers():
 
 @pytest.mark.parametrize("test,want", [
     ("device == 'gpu'", 1),
+    ("IS_CUDA_SYSTEM or IS_ROCM_SYSTEM", 1),  # ROCm builds run the torch.cuda API
+    ("IS_CUDA_SYSTEM or IS_MPS_SYSTEM", 0),
+    ("shipping", 0),
     ("state.distributed_type == DistributedType.MULTI_GPU", 1),
     ("state.distributed_type != DistributedType.MULTI_GPU", -1),
     ("state.distributed_type == DistributedType.MULTI_CPU", 0),

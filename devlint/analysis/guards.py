@@ -41,7 +41,7 @@ EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "
                         "pytest.exit", "raise_error"})
 
 # a user switch or an imported flag in a condition: `args.cuda`, `use_gpu`, `TEST_CUDA`, `HAS_GPU`
-_NAMEISH_FLAG = re.compile(r"(cuda|gpu)", re.I)
+_NAMEISH_FLAG = re.compile(r"cuda|gpu|rocm|(?:^|_)hip(?:$|_)", re.I)  # ROCm builds run torch.cuda
 _CONSTANT_FLAG = re.compile(r"[A-Z][A-Z0-9_]*")
 # Decorators (and marks) that skip a test, or refuse to run a function, unless a CUDA GPU is present.
 _GPU_ONLY_DECORATOR = re.compile(
