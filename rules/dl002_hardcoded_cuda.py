@@ -230,6 +230,8 @@ class HardcodedCuda(Rule):
             "        self.model = model.to(gpu_id)\ndef main(device):\n    Trainer(torch.nn.Linear(2, 2), device)\n"
             "if __name__ == '__main__':\n    device = 0 if torch.cuda.is_available() else \"cpu\"\n    main(device)\n",
         ),
+        # a library's default is evaluated on import: no fix that queries CUDA at import time
+        Invalid("import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"),
         Invalid(  # one call in the file keeps the default: it still runs
             "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
             "print(make(2, device='cpu'), make(3))\n",
@@ -309,10 +311,13 @@ class HardcodedCuda(Rule):
         fix = choice.fix(self._applicability(unsafe), "use the guarded device", {target: choice.expr})
         self.report(node, msg, fix)
 
-    def _guard_in_place(self, node: cst.BaseExpression, msg: str) -> None:
+    def _guard_in_place(self, node: cst.BaseExpression, msg: str, default: bool = False) -> None:
+        if self._is_library() and (default or self.t.function is None):
+            # a module-level value or a parameter default is evaluated at import time: a library
+            # must not query CUDA on import (take the device from the caller instead)
+            self.report(node, msg)
+            return
         _, needs_torch = torch_ref(self.facts)
-        from devlint.diagnostic import Fix
-
         fix = Fix(self._applicability(), "fall back to the CPU when CUDA is unavailable",
                   {node: guarded_literal(self.facts, node)}, needs_torch_import=needs_torch)
         self.report(node, msg, fix)
@@ -553,7 +558,7 @@ class HardcodedCuda(Rule):
             self._dead.add(d)  # never runs, or only names a device type / is compared
             return
         if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
-            self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device")
+            self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device", default=True)
 
     def _default_places(self, param: cst.Param) -> bool:
         fn = self.t.function
