@@ -354,6 +354,9 @@ def test_a_function_used_as_a_value_has_unknown_callers():
     ("IS_CUDA_SYSTEM or IS_ROCM_SYSTEM", 1),  # ROCm builds run the torch.cuda API
     ("IS_CUDA_SYSTEM or IS_MPS_SYSTEM", 0),
     ("shipping", 0),
+    ("all([x.is_cuda, x.device.index == 1])", 1),
+    ("any([x.is_cuda, flag])", 0),
+    ("any([x.is_cuda, use_cuda])", 1),
     ("state.distributed_type == DistributedType.MULTI_GPU", 1),
     ("state.distributed_type != DistributedType.MULTI_GPU", -1),
     ("state.distributed_type == DistributedType.MULTI_CPU", 0),
@@ -491,3 +494,21 @@ def test_guarded_by_callers():
     assert guarded_by_callers(g, func(f, "helper"), guarded, {})  # its only caller is guarded
     assert not guarded_by_callers(g, func(f, "outer"), {site_outer: False}, {})
     assert not guarded_by_callers(g, func(f, "zeros"), guarded, {})  # no caller in the file
+
+
+def test_editing_an_analysis_module_invalidates_the_lint_cache():
+    import os
+
+    from devlint.cache import code_fingerprint
+
+    path = guards.__file__
+    st = os.stat(path)
+    code_fingerprint.cache_clear()
+    before = code_fingerprint()
+    try:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        code_fingerprint.cache_clear()
+        assert code_fingerprint() != before
+    finally:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        code_fingerprint.cache_clear()

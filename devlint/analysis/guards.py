@@ -138,6 +138,13 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         q = facts.qualname(test.func)
         if q in ("torch.cuda.is_available", "torch.cuda.is_initialized", "torch.cuda.device_count"):
             return 1
+        if (isinstance(test.func, cst.Name) and test.func.value in ("all", "any") and len(test.args) == 1
+                and isinstance(test.args[0].value, (cst.List, cst.Tuple))):
+            # `all([x.is_cuda, ...])` is an `and`, `any([...])` an `or`
+            pols = [guard_polarity(facts, e.value) for e in test.args[0].value.elements if isinstance(e, cst.Element)]
+            if test.func.value == "all":
+                return 1 if 1 in pols else 0
+            return 1 if pols and all(p == 1 for p in pols) else 0
         return 0
     if isinstance(test, (cst.Name, cst.Attribute)):
         d = dotted(test)
