@@ -292,8 +292,8 @@ class HardcodedCuda(Rule):
         """The device a fix uses here. A library module never grows an import-time global
         that queries CUDA: it takes the device of a tensor parameter, or gets no fix."""
         choice = choose_device(self.ctx, avoid=avoid)
-        if not choice.needs_var or not self._is_library():
-            return choice
+        if not choice.needs_var or not self._is_library() or self.t.function is None:
+            return choice  # module-level code places on import anyway: the global changes nothing
         fn = self.t.function
         if fn is not None:
             for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
