@@ -46,10 +46,11 @@ def default_dir() -> str:
 def code_fingerprint() -> str:
     """Names, sizes and mtimes of devlint's modules and rules (cheap: a few stats)."""
     import devlint
+    import devlint.analysis
     import devlint.rules
 
     h = hashlib.sha256(__version__.encode())
-    for pkg in (devlint, devlint.rules):
+    for pkg in (devlint, devlint.analysis, devlint.rules):  # rules read devlint.analysis too
         for d in pkg.__path__:
             try:
                 names = sorted(os.listdir(d))

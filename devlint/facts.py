@@ -25,6 +25,11 @@ from typing import Iterator, Optional
 import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
+from devlint.analysis import guards
+from devlint.analysis.guards import ends_with_exit  # noqa: F401 - re-exported
+from devlint.syntax import (  # noqa: F401 - re-exported: rules import them from here
+    call_arg, dotted, is_cuda_string, root_name, string_value,
+)
 from devlint.walk import children
 
 TENSOR = "tensor"
@@ -69,97 +74,7 @@ MODULE_ONLY_USE = frozenset(
 )
 NON_MODULE_NN = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "functional", "utils"})
 
-_NAMEISH_FLAG = re.compile(r"(cuda|gpu)", re.I)
-_CONSTANT_FLAG = re.compile(r"[A-Z][A-Z0-9_]*")
-# Decorators that skip a test (or refuse to run a function) unless a CUDA GPU is present.
-_GPU_ONLY_DECORATOR = re.compile(
-    r"skip_?if_?(no|lt_x)_?(cuda|gpu)s?|requires?_?(cuda|gpus?|multi_?gpu|nccl)|only_?cuda|(cuda|gpu)_?only",
-    re.I,
-)
 
-
-def dotted(node: cst.CSTNode) -> Optional[str]:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    # exact type tests: both are concrete classes, and isinstance() against LibCST's ABC
-    # metaclass is slow on a miss (this runs for every call and attribute of a file)
-    if type(node) is _NAME:
-        return node.value
-    parts = []
-    while type(node) is _ATTRIBUTE:
-        parts.append(node.attr.value)
-        node = node.value
-    if type(node) is _NAME:
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
-
-
-_NAME, _ATTRIBUTE = cst.Name, cst.Attribute
-
-
-def root_name(node: cst.CSTNode) -> Optional[str]:
-    """The leftmost name of ``a.b[c].d(...)``, else None."""
-    while True:
-        if isinstance(node, cst.Name):
-            return node.value
-        if isinstance(node, cst.Attribute):
-            node = node.value
-        elif isinstance(node, cst.Subscript):
-            node = node.value
-        elif isinstance(node, cst.Call):
-            node = node.func
-        else:
-            return None
-
-
-def string_value(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        try:
-            v = node.evaluated_value
-        except Exception:  # noqa: BLE001 - bytes/odd prefixes
-            return None
-        return v if isinstance(v, str) else None
-    return None
-
-
-_CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
-
-
-def is_cuda_string(node: cst.CSTNode) -> bool:
-    v = string_value(node)
-    return v is not None and _CUDA_LITERAL.fullmatch(v) is not None
-
-
-def call_arg(call: cst.Call, pos: Optional[int], kw: Optional[str]) -> Optional[cst.Arg]:
-    """The argument given by keyword ``kw`` or at position ``pos``."""
-    i = 0
-    for a in call.args:
-        if a.keyword is not None:
-            if kw is not None and a.keyword.value == kw:
-                return a
-        elif a.star:
-            return None  # positions after *args are unknowable
-        else:
-            if pos is not None and i == pos:
-                return a
-            i += 1
-    return None
-
-
-def ends_with_exit(body: cst.BaseSuite) -> bool:
-    """Whether a suite unconditionally leaves (return/raise/continue/break/exit)."""
-    stmts = body.body
-    if not stmts:
-        return False
-    last = stmts[-1]
-    if isinstance(last, cst.SimpleStatementLine) or isinstance(body, cst.SimpleStatementSuite):
-        small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) else last
-        if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
-            return True
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            d = dotted(small.value.func)
-            return d in {"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "unittest.skip"}
-    return False
 
 
 @dataclass
@@ -281,95 +196,15 @@ class FileFacts:
             return None
         return None
 
-    # ---- guards --------------------------------------------------------------
+    # ---- guards (devlint.analysis.guards answers; kept here for existing callers) ----
     def guard_polarity(self, test: cst.BaseExpression) -> int:
-        """+1 when ``test`` being true implies CUDA is usable, -1 when its negation does, else 0."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return -self.guard_polarity(test.expression)
-        if isinstance(test, cst.BooleanOperation):
-            pl, pr = self.guard_polarity(test.left), self.guard_polarity(test.right)
-            if isinstance(test.operator, cst.And):
-                return 1 if 1 in (pl, pr) else 0
-            return -1 if -1 in (pl, pr) else (1 if pl == pr == 1 else 0)
-        if isinstance(test, cst.Call):
-            q = self.qualname(test.func)
-            if q in ("torch.cuda.is_available", "torch.cuda.is_initialized"):
-                return 1
-            return 0
-        if isinstance(test, (cst.Name, cst.Attribute)):
-            d = dotted(test)
-            if d is None:
-                return 0
-            if d in self.guard_flags or d.endswith(".is_cuda"):
-                return 1
-            last = d.rsplit(".", 1)[-1]
-            if _NAMEISH_FLAG.search(last) and (not self.is_torch(test, *self.aliases.values())
-                                               or _CONSTANT_FLAG.fullmatch(last)):
-                # `TEST_CUDA`, `HAS_GPU` imported from a (torch) helper module are flags too
-                # a user switch such as `args.cuda`, `use_gpu`: a deliberate choice
-                return -1 if last.lower().startswith("no_") else 1
-            return 0
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            comp = test.comparisons[0]
-            left, right, op = test.left, comp.comparator, comp.operator
-            if isinstance(left, cst.Call) and self.is_torch(left.func, "torch.cuda.device_count"):
-                n = right.value if isinstance(right, cst.Integer) else None
-                if isinstance(op, cst.GreaterThan) and n in ("0", "1"):
-                    return 1
-                if isinstance(op, cst.GreaterThanEqual) and n == "1":
-                    return 1
-                if isinstance(op, cst.Equal) and n == "0":
-                    return -1
-                return 0
-            for a, b in ((left, right), (right, left)):
-                sv = string_value(b)
-                if sv is None:
-                    continue
-                if self._is_device_expr(a):
-                    is_cuda = sv.startswith("cuda")
-                    if isinstance(op, (cst.Equal, cst.Is)):
-                        return 1 if is_cuda else (-1 if sv == "cpu" else 0)
-                    if isinstance(op, (cst.NotEqual, cst.IsNot)):
-                        return 1 if sv == "cpu" else (-1 if is_cuda else 0)
-            if isinstance(op, cst.In) and self._is_device_expr(left):
-                return 0
-        return 0
-
-    def _is_device_expr(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str":
-            return bool(node.args) and self._is_device_expr(node.args[0].value)
-        if (isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Call)
-                and self.qualname(node.value.func) == "torch.device"):
-            return True  # torch.device(device).type == "cuda"
-        d = dotted(node)
-        if d is None:
-            return False
-        last = d.rsplit(".", 1)[-1]
-        return last == "type" or "device" in last.lower() or d in {dv.name for dv in self.device_vars}
+        return guards.guard_polarity(self, test)
 
     def is_availability_expr(self, node: cst.CSTNode) -> bool:
-        return self.guard_polarity(node) == 1
+        return guards.is_availability_expr(self, node)
 
     def decorator_guards(self, node) -> bool:
-        """Whether a decorator of ``node`` (FunctionDef/ClassDef) runs it only where CUDA is usable:
-        ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@pytest.mark.skipif(not HAS_CUDA)``,
-        ``@skipUnless(TEST_CUDA)``, ``@skip_if_no_gpu``, ``@skip_if_lt_x_gpu(2)``, ``@requires_cuda``."""
-        for dec in node.decorators:
-            d = dec.decorator
-            call = d if isinstance(d, cst.Call) else None
-            name = dotted(call.func if call is not None else d)
-            if name is None:
-                continue
-            last = name.rsplit(".", 1)[-1]
-            if _GPU_ONLY_DECORATOR.fullmatch(last):
-                return True
-            if call is not None and call.args and call.args[0].keyword is None:
-                pol = self.guard_polarity(call.args[0].value)
-                if last.lower() == "skipif" and pol == -1:
-                    return True
-                if last.lower() == "skipunless" and pol == 1:
-                    return True
-        return False
+        return guards.decorator_guards(self, node)
 
 
 # ---------------------------------------------------------------------------------
@@ -532,7 +367,7 @@ class _Prescan:
             return True
         if isinstance(value, cst.IfExp):
             return (self._is_device_value(value.body) and self._is_device_value(value.orelse)
-                    and f.guard_polarity(value.test) != 0)
+                    and guards.is_device_choice_test(f, value.test))
         if "device" in name.lower() and is_cuda_string(value):
             return True
         return False
@@ -765,15 +600,18 @@ class ContextTracker(BatchableCSTVisitor):
     # ---- structure ------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
         self._method_of = {}
+        self._params: set = set()  # pytest.param(..., marks=<GPU mark>) calls entered
+        # a module-level GPU mark (`pytestmark`), CUDA extension code: the whole file
+        self.blocks[0].guarded = guards.model(self.facts).file_guarded
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node)
-        if node.decorators and self.facts.decorator_guards(node):
+        if node.decorators and guards.decorator_guards(self.facts, node):
             self.guard_depth += 1
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.pop()
-        if node.decorators and self.facts.decorator_guards(node):
+        if node.decorators and guards.decorator_guards(self.facts, node):
             self.guard_depth -= 1
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -784,7 +622,15 @@ class ContextTracker(BatchableCSTVisitor):
                 if parent_fn is None:
                     self._method_of[node] = self.classes[-1]
         self.functions.append(node)
-        self.blocks.append(_Block(guarded=bool(node.decorators) and self.facts.decorator_guards(node)))
+        guarded = bool(node.decorators) and guards.decorator_guards(self.facts, node)
+        cls = self._method_of.get(node)
+        if not guarded and cls is not None and node.name.value != "__init__":
+            guarded = cls in guards.model(self.facts).guarded_classes  # its __init__ ensures a GPU
+        if not guarded:
+            guarded = node in guards.model(self.facts).cuda_only_functions  # imports TensorRT, CuPy ...
+        if not guarded:
+            guarded = guards.function_ensures_cuda(self.facts, node)  # raises unless a GPU is usable
+        self.blocks.append(_Block(guarded=guarded))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()
@@ -836,7 +682,7 @@ class ContextTracker(BatchableCSTVisitor):
         """``facts.guard_polarity(test)``, computed once per node during the traversal."""
         p = self._polarity.get(test)
         if p is None:
-            p = self._polarity[test] = self.facts.guard_polarity(test)
+            p = self._polarity[test] = guards.guard_polarity(self.facts, test)
         return p
 
     def _push_if(self, test, want: int) -> None:
@@ -858,6 +704,14 @@ class ContextTracker(BatchableCSTVisitor):
 
     def leave_If_orelse(self, node: cst.If) -> None:
         self._pop_if(node.test, -1)
+
+    def visit_Try_body(self, node: cst.Try) -> None:
+        if guards.try_guards(node):
+            self.guard_depth += 1
+
+    def leave_Try_body(self, node: cst.Try) -> None:
+        if guards.try_guards(node):
+            self.guard_depth -= 1
 
     def visit_IfExp_body(self, node: cst.IfExp) -> None:
         self._push_if(node.test, 1)
@@ -882,6 +736,10 @@ class ContextTracker(BatchableCSTVisitor):
     # ---- usage evidence --------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if ((type(func) is cst.Attribute and func.attr.value == "param") or (type(func) is cst.Name and func.value == "param")) \
+                and guards.param_guards(self.facts, node):
+            self._params.add(node)
+            self.guard_depth += 1
         if isinstance(func, cst.Attribute):
             d = dotted(func.value)
             if d is not None:
@@ -917,6 +775,17 @@ class _Closer(BatchableCSTVisitor):
     def leave_Assert(self, node: cst.Assert) -> None:
         if self.t.polarity(node.test) == 1:
             self.t.blocks[-1].guarded = True
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        # `init_process_group("nccl")`, `check_gpu()` (a function of the file that exits without
+        # a GPU): the rest of the block runs only with one
+        if not self.t.blocks[-1].guarded and guards.statement_ensures_cuda(self.t.facts, node):
+            self.t.blocks[-1].guarded = True
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if node in self.t._params:
+            self.t._params.discard(node)
+            self.t.guard_depth -= 1
 
     def leave_While(self, node: cst.While) -> None:
         self.t.loops.pop()

@@ -3,9 +3,13 @@ from __future__ import annotations
 import re
 import libcst as cst
 
-from devlint.diagnostic import Applicability
-from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
-from devlint.fixes import choose_device, guarded_literal, torch_ref
+from devlint.analysis import guards
+from devlint.analysis.calls import (UNKNOWN, call_graph, guarded_by_callers, literals_reaching, param_places,
+                                   reaches_placement)
+from devlint.analysis.checkpoints import is_library_module, is_test_file
+from devlint.diagnostic import Applicability, Fix
+from devlint.facts import TENSOR, PARAM, call_arg, dotted, is_cuda_string, root_name, string_value
+from devlint.fixes import DeviceChoice, choose_device, guarded_literal, torch_ref
 from devlint.rule import Invalid, Rule
 
 LEGACY_TYPES = {
@@ -17,8 +21,6 @@ _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
 _PLACEMENT_METHODS = frozenset({"to", "cuda", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
 # names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
 _DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
-# a `cuda` / `gpu` word in a function name: `cuda`, `_cuda`, `to_cuda`, `move_to_gpu`, `cuda_kernel`
-_CUDA_NAME_TOKEN = re.compile(r"(?:^|_)(?:cuda|gpu)(?:_|$)", re.I)
 
 
 class HardcodedCuda(Rule):
@@ -27,7 +29,18 @@ class HardcodedCuda(Rule):
     Flags code that hard-codes the CUDA device where no availability check guards it:
     `.cuda()`, `.cuda(i)`, `torch.device("cuda")`, `"cuda"`/`"cuda:N"` passed or
     assigned as a device, `device=0` / `.to(0)`, legacy `torch.cuda.FloatTensor` & co,
-    and `torch.set_default_tensor_type("torch.cuda...")`.
+    and `torch.set_default_tensor_type("torch.cuda...")`; also an int or `"cuda"` that
+    reaches `.to(p)` through one or two calls of the file's own functions or classes
+    (`device = 0` -> `main(device)` -> `Trainer(model, gpu_id)` -> `model.to(gpu_id)`),
+    reported where it is defined.
+
+    Silent where the file makes sure of a GPU (`devlint.analysis.guards`): an availability
+    check, a test gated for GPUs (`@RunIf(min_cuda_gpus=1)`, `skipif(not
+    torch.cuda.is_available())`, `pytest.param(..., marks=...)`, `pytestmark`), an
+    `assert torch.cuda.is_available()` / `device_count() > rank`, an init that exits without
+    a GPU, NCCL code, CUDA extension code (an `autograd.Function` feeding a compiled kernel),
+    and for a `device="cuda"` default that every call in the file overrides. A file or
+    function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
 
     ## Why is this bad?
     The script crashes on any machine without a CUDA GPU (`Torch not compiled with
@@ -56,8 +69,11 @@ class HardcodedCuda(Rule):
     value *is* the file's device definition (`device = torch.device("cuda:0")`, an
     argparse `default="cuda"`) it is guarded in place. `.cuda(i)` with an index and
     files using DataParallel/DDP/NCCL are multi-GPU by design: their fixes are
-    unsafe. `set_default_tensor_type` and legacy types used as values are reported
-    without a fix.
+    unsafe. `.cuda(x.device)` keeps its device (`.to(x.device)`). A library module (no
+    `__main__` block, no module-level work) never gets an import-time device global: the fix
+    uses a tensor parameter's device, or there is no fix. A literal that reaches `.to()`
+    through calls is guarded where it is defined (safe when nothing else reads the name).
+    `set_default_tensor_type` and legacy types used as values are reported without a fix.
     """
 
     code = "DL002"
@@ -87,6 +103,53 @@ class HardcodedCuda(Rule):
         # implementing `.cuda()`: the caller chose CUDA
         "import torch\nclass Storage:\n    def cuda(self, device=None):\n"
         "        return self.to(torch.device('cuda', device) if device else torch.device('cuda'))\n",
+        # tests gated for GPUs, whatever the helper is imported as
+        "import torch\nfrom tests.helpers import RunIf as R\n@R(min_cuda_gpus=1)\n"
+        "def test_f():\n    torch.ones(2).cuda()\n",
+        "import pytest, torch\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "def test_f():\n    torch.ones(2, device='cuda')\n",
+        "import pytest, torch\nneeds_gpu = pytest.mark.skipif(torch.cuda.device_count() < 1, reason='gpu')\n"
+        "@pytest.mark.parametrize('dev', ['cpu', pytest.param(torch.device('cuda'), marks=needs_gpu)])\n"
+        "def test_f(dev):\n    torch.ones(2, device=dev)\n@needs_gpu\ndef test_g():\n    torch.ones(2).cuda()\n",
+        # CUDA-only by design, and the file says so
+        "import torch\ndef main(rank):\n    assert torch.cuda.device_count() > rank\n    torch.ones(2).cuda(rank)\n"
+        "if __name__ == '__main__':\n    main(0)\n",
+        "import torch\nimport torch.distributed as dist\ndef worker(rank):\n"
+        "    dist.init_process_group('nccl', rank=rank, world_size=2)\n    torch.ones(2).to(rank)\n",
+        "import sys, torch\ndef check_gpu():\n    if not torch.cuda.is_available():\n        sys.exit('needs a GPU')\n"
+        "check_gpu()\nx = torch.ones(2).cuda()\n",
+        # CUDA extension code: an autograd.Function feeding a compiled kernel has no CPU path
+        "import torch\nfrom torch.autograd import Function\nfrom . import _C\nclass RoIPool(Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        out = torch.cuda.FloatTensor(x.size(0))\n"
+        "        _C.roi_pool(x, out)\n        return out\n",
+        # a default that every call in the file overrides never runs
+        "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
+        "print(make(2, device='cpu'), make(3, 'cpu'))\n",
+        "import torch\nclass Loader:\n    def __init__(self, data, device=torch.device('cuda')):\n"
+        "        self.data = data.to(device)\nLoader(torch.ones(2), device=torch.device('cpu'))\n",
+        # a `device` that only names a device type (autocast, GradScaler) places nothing
+        "import torch\ndef autocast_on(device='cuda'):\n    return torch.is_autocast_enabled(device)\n",
+        "import torch\nclass Scaler:\n    def __init__(self, device='cuda'):\n"
+        "        self.scaler = torch.amp.GradScaler(device=device)\n",
+        # a helper that every caller in the file guards
+        "import torch\ndef make():\n    return torch.ones(2).cuda()\nif torch.cuda.is_available():\n    print(make())\n",
+        # a probe whose failure is handled, a backend class that says when it is available
+        "import torch\ntry:\n    torch.ones(1, device='cuda:0')\nexcept RuntimeError:\n    print('no GPU')\n",
+        "import torch\nclass CUDABackend:\n    @staticmethod\n    def is_available():\n"
+        "        return torch.cuda.device_count() > 0\n    def devices(self, ids):\n"
+        "        return [torch.device('cuda', i) for i in ids]\n",
+        # code built on a CUDA-only package (TensorRT, CuPy, PyCUDA ...) has no CPU path
+        "import torch\ndef build_engine(x):\n    import tensorrt as trt\n    return x.to('cuda:0'), trt.Logger()\n",
+        # a function that raises unless it got a CUDA device is CUDA-only by design
+        "import torch\ndef quantize(w, device=None):\n    device = device or torch.device('cuda')\n"
+        "    if device.type != 'cuda':\n        raise RuntimeError(device)\n    return w.to(device)\n",
+        # a library function that queries the CUDA runtime anyway: its caller decides
+        "import torch\ndef total(losses):\n    out = torch.cuda.FloatTensor([0.0])\n"
+        "    dev = torch.cuda.current_device()\n    return out + sum(losses).to(dev)\n",
+        # GPU-only branches spelled by the project: `"gpu"` device names, enum constants
+        "import torch\ndef pick(device):\n    if device == 'gpu':\n        device = 'cuda'\n    return device\n",
+        "import torch\nfrom state import DistributedType\ndef f(state):\n"
+        "    if state.distributed_type == DistributedType.MULTI_GPU:\n        return torch.ones(1).cuda()\n",
     ]
     INVALID = [
         Invalid(
@@ -127,23 +190,53 @@ class HardcodedCuda(Rule):
         Invalid("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n"),
         Invalid(  # a skip decorator that is not about CUDA guards nothing
             "import sys\nimport unittest\nimport torch\n@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
-            "def test_f():\n    return torch.ones(2).cuda()\n",
+            "def test_f():\n    return torch.ones(2).cuda()\nunittest.main()\n",
             "import sys\nimport unittest\nimport torch\n\n"
             "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
             "@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
-            "def test_f():\n    return torch.ones(2).to(device)\n",
+            "def test_f():\n    return torch.ones(2).to(device)\nunittest.main()\n",
         ),
         Invalid("import torch\nTensor = torch.cuda.FloatTensor\nx = Tensor(3)\n"),
         Invalid(  # the device variable goes below `import torch`, even after other statements
-            "__all__ = ['f']\nimport torch\nfrom torch import nn\ndef f():\n    return torch.ones(1, device='cuda')\n",
+            "__all__ = ['f']\nimport torch\nfrom torch import nn\ndef f():\n    return torch.ones(1, device='cuda')\n"
+            "if __name__ == '__main__':\n    f()\n",
             "__all__ = ['f']\nimport torch\nfrom torch import nn\n\n"
             "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
-            "def f():\n    return torch.ones(1, device=device)\n",
+            "def f():\n    return torch.ones(1, device=device)\nif __name__ == '__main__':\n    f()\n",
         ),
         Invalid(  # torch imported only inside functions: the module-level definition imports it
-            "def f():\n    import torch\n    return torch.ones(1).cuda()\n",
+            "def f():\n    import torch\n    return torch.ones(1).cuda()\nprint(f())\n",
             "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
-            "def f():\n    import torch\n    return torch.ones(1).to(device)\n",
+            "def f():\n    import torch\n    return torch.ones(1).to(device)\nprint(f())\n",
+        ),
+        Invalid(  # a function name is no guard: `to_gpu` still crashes on a laptop
+            "import torch\ndef to_gpu(x):\n    return x.cuda()\nprint(to_gpu(torch.ones(2)))\n",
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def to_gpu(x):\n    return x.to(device)\nprint(to_gpu(torch.ones(2)))\n",
+        ),
+        Invalid(  # `.cuda(other.device)` keeps the caller's device; a library takes it from its input
+            "import torch\ndef align(x: torch.Tensor, other: torch.Tensor):\n"
+            "    return x.cuda(other.device) + torch.ones(1).cuda()\n",
+            "import torch\ndef align(x: torch.Tensor, other: torch.Tensor):\n"
+            "    return x.to(other.device) + torch.ones(1).to(x.device)\n",
+        ),
+        # a library module with no input to take a device from: no import-time global, no fix
+        Invalid("import torch\ndef ones():\n    return torch.ones(1).cuda()\n"),
+        Invalid(  # an int device reaching `.to()` through the file's own calls: guarded where defined
+            "import torch\nclass Trainer:\n    def __init__(self, model, gpu_id):\n"
+            "        self.model = model.to(gpu_id)\ndef main(device):\n    Trainer(torch.nn.Linear(2, 2), device)\n"
+            "if __name__ == '__main__':\n    device = 0\n    main(device)\n",
+            "import torch\nclass Trainer:\n    def __init__(self, model, gpu_id):\n"
+            "        self.model = model.to(gpu_id)\ndef main(device):\n    Trainer(torch.nn.Linear(2, 2), device)\n"
+            "if __name__ == '__main__':\n    device = 0 if torch.cuda.is_available() else \"cpu\"\n    main(device)\n",
+        ),
+        # a library's default is evaluated on import: no fix that queries CUDA at import time
+        Invalid("import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"),
+        Invalid(  # one call in the file keeps the default: it still runs
+            "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
+            "print(make(2, device='cpu'), make(3))\n",
+            "import torch\ndef make(n, device='cuda' if torch.cuda.is_available() else \"cpu\"):\n"
+            "    return torch.zeros(n, device=device)\nprint(make(2, device='cpu'), make(3))\n",
         ),
         Invalid(  # a user function may compare its `device` (`"cuda" == torch.device("cuda")` is False)
             "import torch\ndef same(t, device):\n    return t.device.type == device\n"
@@ -161,33 +254,83 @@ class HardcodedCuda(Rule):
         self._handled: set = set()
         self._compared: set = set()
         self._unknown_args: set = set()  # arguments of calls not known to place (see _places)
+        self._library: bool | None = None
+        self._guarded_literals: set = set()  # int / "cuda" literals under a guard
+        self._param_moves: dict = {}  # (FunctionDef, param) -> placements `.to(param)` seen
+        self._dead: set = set()  # parameter defaults that never run or never place
+        self._runtime: dict = {}  # library function -> calls the CUDA runtime unconditionally
+        self._site_guarded: dict = {}  # Call -> guarded where it is made
+        self._pending: list = []  # findings inside functions: kept unless every caller guards
 
     # ---- helpers --------------------------------------------------------------------
     def _silent(self) -> bool:
-        """Guarded by an availability check, or inside a function whose name says it is the
-        CUDA path (`def cuda(self, device=None)`, `def _to_gpu(x)`): the choice of CUDA is
-        made by its caller, who is the one to report."""
+        """Guarded (``devlint.analysis.guards``: an availability check, a GPU test mark, an
+        assert, NCCL, CUDA extension code), or inside a class's own ``cuda()`` method: the
+        caller asked for CUDA by calling ``.cuda()``. A function *name* (``def to_gpu``) or
+        a file name (``train_gpu.py``) guards nothing."""
         if self.t.guarded:
             return True
-        return any(_CUDA_NAME_TOKEN.search(fn.name.value) for fn in self.t.functions)
+        fn = self.t.function
+        if fn is not None and self._is_library() and fn not in self._runtime:
+            self._runtime[fn] = guards.calls_cuda_runtime(self.facts, fn)
+        if fn is not None and self._runtime.get(fn):
+            return True  # a library function that calls torch.cuda.current_device() & co anyway
+        return self.t.method is not None and self.t.method.name.value == "cuda"
 
     def _applicability(self, forced_unsafe: bool = False) -> Applicability:
         if forced_unsafe or self.facts.multi_gpu:
             return Applicability.UNSAFE
         return Applicability.SAFE
 
-    def _replace_with_device(self, node, target, msg: str, avoid=(), unsafe: bool = False) -> None:
+    def _is_library(self) -> bool:
+        """Imported, never run (no `__main__` block, no module-level work), and not a test."""
+        if self._library is None:
+            self._library = is_library_module(self.ctx.module) and not is_test_file(self.ctx.filename)
+        return self._library
+
+    def _choose(self, avoid=()) -> DeviceChoice | None:
+        """The device a fix uses here. A library module never grows an import-time global
+        that queries CUDA: it takes the device of a tensor parameter, or gets no fix."""
         choice = choose_device(self.ctx, avoid=avoid)
+        if not choice.needs_var or not self._is_library() or self.t.function is None:
+            return choice  # module-level code places on import anyway: the global changes nothing
+        fn = self.t.function
+        if fn is not None:
+            for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+                name = p.name.value
+                if (name not in avoid and name not in self.facts.rebound.get(fn, ())
+                        and self.facts.evidence.get((fn, name), set()) & {TENSOR, PARAM}):
+                    return DeviceChoice(cst.Attribute(cst.Name(name), cst.Name("device")), False, False)
+        return None
+
+    def _replace_with_device(self, node, target, msg: str, avoid=(), unsafe: bool = False) -> None:
+        choice = self._choose(avoid)
+        if choice is None:
+            self.report(node, msg)
+            return
         fix = choice.fix(self._applicability(unsafe), "use the guarded device", {target: choice.expr})
         self.report(node, msg, fix)
 
-    def _guard_in_place(self, node: cst.BaseExpression, msg: str) -> None:
+    def _guard_in_place(self, node: cst.BaseExpression, msg: str, default: bool = False) -> None:
+        if self._is_library() and (default or self.t.function is None):
+            # a module-level value or a parameter default is evaluated at import time: a library
+            # must not query CUDA on import (take the device from the caller instead)
+            self.report(node, msg)
+            return
         _, needs_torch = torch_ref(self.facts)
-        from devlint.diagnostic import Fix
-
         fix = Fix(self._applicability(), "fall back to the CPU when CUDA is unavailable",
                   {node: guarded_literal(self.facts, node)}, needs_torch_import=needs_torch)
         self.report(node, msg, fix)
+
+    def _unused_test_device(self) -> bool:
+        """A test's local `dev = torch.device("cuda:1")` that never reaches a placement (a cache
+        key, an argument to a fake): `torch.device` itself runs without a GPU."""
+        fn, stmt = self.t.function, self.t.statement
+        if fn is None or stmt is None or not is_test_file(self.ctx.filename):
+            return False
+        names = [t.target.value for s in stmt.body if isinstance(s, cst.Assign) for t in s.targets
+                 if isinstance(t.target, cst.Name)]
+        return bool(names) and not any(reaches_placement(fn.body, n) for n in names)
 
     def _is_definition_value(self, call_or_str: cst.CSTNode) -> bool:
         stmt = self.t.statement
@@ -232,7 +375,9 @@ class HardcodedCuda(Rule):
         func = node.func
         if isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass") and len(node.args) == 2:
             self._called.add(node.args[1].value)  # a type test never raises on a CPU build
-        if self._silent():
+        self._site_guarded[node] = self.t.guarded
+        if self._silent() or node in self._dead:
+            self._guarded_literals.update(a.value for a in node.args)
             return
         if not self._places(node):
             self._unknown_args.update(a.value for a in node.args)
@@ -247,6 +392,12 @@ class HardcodedCuda(Rule):
                 return
             if meth == "to":
                 a = call_arg(node, 0, None)
+                if a is None:
+                    a = call_arg(node, None, "device")
+                if a is not None and isinstance(a.value, cst.Name):
+                    self._param_move(a.value.value)
+                elif a is not None and dotted(a.value) is not None and dotted(a.value).startswith("self."):
+                    self._attr_move(dotted(a.value))
                 if a is not None and (is_cuda_string(a.value) or isinstance(a.value, cst.Integer)):
                     self._handled.add(a.value)
                     self._replace_with_device(a.value, a.value,
@@ -266,6 +417,8 @@ class HardcodedCuda(Rule):
                 lit = node.args[0].value
                 self._handled.add(lit)
                 if self._is_definition_value(node):
+                    if self._unused_test_device():
+                        return
                     if len(node.args) == 1:
                         self._guard_in_place(lit, f"`{self.ctx.module.code_for_node(node)}` hard-codes "
                                                   "the CUDA device")
@@ -296,15 +449,24 @@ class HardcodedCuda(Rule):
     def _dot_cuda(self, node: cst.Call, func: cst.Attribute) -> None:
         positional = [a for a in node.args if a.keyword is None]
         index_kw = call_arg(node, None, "device")
-        indexed = bool(positional) or index_kw is not None
-        choice = choose_device(self.ctx, avoid={root_name(func.value)})
+        given = positional[0] if positional else index_kw
+        indexed = given is not None
+        if given is not None and isinstance(given.value, cst.Attribute) and given.value.attr.value == "device":
+            # `.cuda(other.device)`: the caller chose a device; keep it (`.to(other.device)`)
+            choice: DeviceChoice | None = DeviceChoice(given.value, False, False)
+            indexed = False
+        else:
+            choice = self._choose({root_name(func.value)})
+        what = "`.cuda(i)` pins a CUDA device index" if indexed else "`.cuda()` hard-codes the CUDA device"
+        if choice is None:
+            self.report(node, what)
+            return
         kwargs = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
         args = [cst.Arg(choice.expr), *kwargs]
         if kwargs:
             args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
-        what = "`.cuda(i)` pins a CUDA device index" if indexed else "`.cuda()` hard-codes the CUDA device"
         fix = choice.fix(self._applicability(indexed),
                          "use `.to(device)`" + (" (drops the device index)" if indexed else ""), {node: new})
         self.report(node, what, fix)
@@ -350,7 +512,10 @@ class HardcodedCuda(Rule):
         if factory is None:
             self.report(node, msg)
             return
-        choice = choose_device(self.ctx)
+        choice = self._choose()
+        if choice is None:
+            self.report(node, msg)
+            return
         new_args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args]
         new_args.append(cst.Arg(cst.parse_expression(f"{t}.{dtype}"), keyword=cst.Name("dtype"),
                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
@@ -369,7 +534,10 @@ class HardcodedCuda(Rule):
             self.report(node, f"`{q}` is a CUDA-only tensor type; use a dtype and `device=`")
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._silent() or not is_cuda_string(node.value):
+        if self._silent():
+            self._guarded_literals.add(node.value)
+            return
+        if not is_cuda_string(node.value):
             return
         for t in node.targets:
             d = dotted(t.target)
@@ -380,7 +548,97 @@ class HardcodedCuda(Rule):
                 return
 
     def visit_Param(self, node: cst.Param) -> None:
-        if self._silent() or node.default is None or not is_cuda_string(node.default):
+        d = node.default
+        if self._silent() or d is None:
             return
-        if "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
-            self._guard_in_place(node.default, f"parameter `{node.name.value}` defaults to the CUDA device")
+        is_device_call = isinstance(d, cst.Call) and self.facts.qualname(d.func) == "torch.device"
+        if not (is_cuda_string(d) or is_device_call):
+            return
+        if self._default_is_dead(node) or not self._default_places(node):
+            self._dead.add(d)  # never runs, or only names a device type / is compared
+            return
+        if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
+            self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device", default=True)
+
+    def _default_places(self, param: cst.Param) -> bool:
+        fn = self.t.function
+        if fn is None:
+            return True
+        return param_places(fn, param.name.value, self.t.cls if self.t.method is fn else None)
+
+    def _default_is_dead(self, param: cst.Param) -> bool:
+        """Every call of the function in the file passes this parameter: the default never runs."""
+        fn = self.t.function
+        if fn is None or not any(p is param for p in (*fn.params.params, *fn.params.kwonly_params,
+                                                       *fn.params.posonly_params)):
+            return False
+        g = call_graph(self.facts)
+        sites = g.callers_of(fn)
+        if not sites:
+            return False
+        f = g.func_of_node[fn]
+        return all(f.bound_arg(call, param.name.value) not in (None, UNKNOWN) for call, _ in sites)
+
+    # ---- an int / "cuda" that reaches `.to(p)` through the file's own calls ----------------
+    def _param_move(self, name: str) -> None:
+        fn = self.t.function
+        if fn is None or self.t.guarded or name in self.facts.rebound.get(fn, ()):
+            return
+        if any(p.name.value == name for p in (*fn.params.posonly_params, *fn.params.params,
+                                                *fn.params.kwonly_params)):
+            key = (fn, name)
+            self._param_moves[key] = self._param_moves.get(key, 0) + 1
+
+    def _attr_move(self, attr: str) -> None:
+        """`.to(self.gpu_id)` where `__init__` did `self.gpu_id = gpu_id` (a parameter)."""
+        cls = self.t.cls
+        if cls is None or self.t.guarded or attr.count(".") != 1:
+            return
+        init = next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"),
+                    None) if isinstance(cls.body, cst.IndentedBlock) else None
+        if init is None:
+            return
+        sources = [s.value for stmt in init.body.body if isinstance(stmt, cst.SimpleStatementLine)
+                   for s in stmt.body if isinstance(s, cst.Assign)
+                   and any(dotted(t.target) == attr for t in s.targets)]
+        if len(sources) == 1 and isinstance(sources[0], cst.Name):
+            key = (init, sources[0].value)
+            self._param_moves[key] = self._param_moves.get(key, 0) + 1
+
+    def report(self, node, message, fix=None) -> None:
+        fn = self.t.function
+        if fn is None:
+            super().report(node, message, fix)
+        else:
+            self._pending.append((fn, node, message, fix))
+
+    def finish(self) -> None:
+        if self._pending:
+            g = call_graph(self.facts)
+            memo: dict = {}
+            for fn, node, msg, fix in self._pending:
+                if not guarded_by_callers(g, fn, self._site_guarded, memo):
+                    super().report(node, msg, fix)
+        if not self._param_moves:
+            return
+        g = call_graph(self.facts)
+        seen: set = set()
+        for (fn, param), _ in self._param_moves.items():
+            where = fn.name.value
+            f = g.func_of_node.get(fn)
+            if f is not None and f.cls is not None:
+                where = f"{f.cls.name.value}.{where}"
+            for lit, via, only_use in literals_reaching(self.facts, fn, param):
+                if lit in seen or lit in self._handled or lit in self._guarded_literals:
+                    continue
+                seen.add(lit)
+                self._handled.add(lit)
+                code = self.ctx.module.code_for_node(lit)
+                msg = (f"`{code}` reaches `.to({param})` in `{where}` through `{via}(...)`: "
+                       "it hard-codes a CUDA device")
+                _, needs_torch = torch_ref(self.facts)
+                # on a GPU the value is the same; safe when nothing else reads the guarded name
+                how = self._applicability(not only_use)
+                fix = Fix(how, "fall back to the CPU when CUDA is unavailable",
+                          {lit: guarded_literal(self.facts, lit)}, needs_torch_import=needs_torch)
+                self.report(lit, msg, fix)

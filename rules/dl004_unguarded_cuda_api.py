@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import PurePath
 from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis import guards
+from devlint.analysis.calls import call_graph, guarded_by_callers
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import dotted
 from devlint.fixes import torch_ref
@@ -34,20 +35,19 @@ SAFE_ON_CPU = frozenset(
     get_rng_state_all list_gpu_processes stream set_stream device_of amp.GradScaler
     amp.autocast""".split()
 )
+_OPTIMIZER = re.compile(r"optim|opt$|scaler|trainer", re.I)
 # Objects whose use spreads through the code that follows: guarding only the constructor
 # would leave the uses crashing, so these are reported without a safe fix when bound.
 SPREADING = frozenset({"Stream", "Event", "ExternalStream", "CUDAGraph"})
 _CONTEXT_ONLY = frozenset({"device", "graph", "nvtx.range"})
 
-_CUDAISH = re.compile(r"cuda|gpu", re.I)
-_CUDA_MODULE = re.compile(r"cuda|gpu|rocm", re.I)
-# decorators that make a function CUDA-only (`@onlyCUDA`, `@requires_cuda`, `@skipIfNoCuda`)
-_CUDA_ONLY_DECORATOR = re.compile(r"cuda|gpu", re.I)  # `@requires_cuda`, `@onlyCUDA`, `@skip_if_lt_x_gpu(2)`
 
 
 def _is_script(module: cst.Module) -> bool:
     """A file that runs code when executed: a `__main__` block, a module-level loop, or a
-    module-level call of a function defined in the file."""
+    module-level call statement of a public function defined in the file (`main()`,
+    `train(model)`). A library's import-time set-up is not that: `_lazy_call(_check)`,
+    `register_x(...)`, `benchmarker = _make_default()`, a call handing over a function."""
     defined = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
     for stmt in module.body:
         if isinstance(stmt, (cst.For, cst.While)):
@@ -56,9 +56,16 @@ def _is_script(module: cst.Module) -> bool:
             return True
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                value = getattr(small, "value", None)
-                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
-                        and value.func.value in defined:
+                value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+                if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+                    continue
+                if isinstance(small, cst.Assign) and (not value.args or any(
+                        isinstance(t.target, cst.Name) and (t.target.value.startswith("_") or t.target.value.isupper())
+                        for t in small.targets)):
+                    continue  # `bases = get_test_bases()`, `_run_slow = parse_flag(...)`: module constants
+                name = value.func.value
+                if (name in defined and not name.startswith(("_", "register"))
+                        and not any(isinstance(a.value, cst.Name) and a.value.value in defined for a in value.args)):
                     return True
     return False
 
@@ -83,13 +90,19 @@ class UnguardedCudaApi(Rule):
     `with torch.cuda.device(i):`, `t.pin_memory()` ...) where no availability check guards
     them. Calls that are harmless without CUDA (`manual_seed_all`, `empty_cache`,
     `device_count`, `memory_allocated`, cudnn flags, `GradScaler`) are never reported, nor
-    are calls inside functions that are CUDA-only by name or decorator (`def cuda_bench()`,
-    `@requires_cuda`, `@skipIf(not torch.cuda.is_available(), ...)`) and in modules that
-    are CUDA-only by name (`cuda_utils.py`, `gpu_bench.py`, a `cuda/` package). Inside
+    are calls where the file makes sure of a GPU (`devlint.analysis.guards`): tests gated by a
+    GPU mark (`@requires_cuda`, `@RunIf(min_cuda_gpus=1)`,
+    `@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `pytestmark = ...`), code after
+    `assert torch.cuda.is_available()`, after `init_process_group("nccl")` or after a call of
+    a function of the file that exits without a GPU. A file or function *name* guards
+    nothing: `train_gpu.py` crashes on a laptop like any other script. Inside
     functions, only *scripts* are checked (a file with an `if __name__ == "__main__":`
-    block, a module-level loop, or a module-level call of one of its own functions): in a
-    library module the caller decides whether a CUDA-only helper runs, and devlint does
-    not follow calls across files.
+    block, a module-level loop, or a module-level call of one of its own public functions),
+    and a helper stays quiet when every call of it in the file is guarded (by its caller or
+    the caller's callers). In a library module the caller decides whether a CUDA-only helper
+    runs (devlint does not follow calls across files), except for a training step: a
+    function that runs `backward()` / `optimizer.step()` (itself or in a helper it calls)
+    and calls `torch.cuda.synchronize()` unguarded.
 
     ## Why is this bad?
     A script that otherwise falls back to the CPU crashes with `Torch not compiled with
@@ -148,6 +161,30 @@ class UnguardedCudaApi(Rule):
         # a library module: its CUDA-only helper is guarded (or not) by the caller
         "import torch\ndef cuda_elapsed(start, end):\n    torch.cuda.synchronize()\n"
         "    return start.elapsed_time(end)\n",
+        # a script's helper that every caller guards
+        "import torch\ndef gpu_name():\n    return torch.cuda.get_device_name(0)\n"
+        "if __name__ == '__main__':\n    if torch.cuda.is_available():\n        print(gpu_name())\n",
+        # tests gated for GPUs, whatever the helper is imported as
+        "import torch\nfrom tests.helpers import RunIf as R\n@R(min_cuda_gpus=1)\n"
+        "def test_sync():\n    torch.cuda.synchronize()\ntest_sync()\n",
+        "import pytest, torch\npytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')]\n"
+        "torch.cuda.set_device(0)\n",
+        # CUDA-only by design, and the file says so
+        "import torch\nassert torch.cuda.is_available(), 'needs a GPU'\ntorch.cuda.set_device(0)\n",
+        "import torch\nimport torch.distributed as dist\ndef main(rank):\n"
+        "    dist.init_process_group(backend='nccl', rank=rank, world_size=2)\n    torch.cuda.set_device(rank)\n"
+        "if __name__ == '__main__':\n    main(0)\n",
+        "import torch\nclass Bench:\n    def __init__(self):\n        if not torch.cuda.is_available():\n"
+        "            raise RuntimeError('GPU only')\n    def run(self):\n        torch.cuda.synchronize()\n"
+        "Bench().run()\n",
+        # a failure without CUDA is handled
+        "import torch\ntry:\n    name = torch.cuda.get_device_name(0)\nexcept (RuntimeError, AssertionError):\n"
+        "    name = 'cpu'\nprint(name)\n",
+        "import torch\nfrom state import DistributedType\ndef check(state):\n"
+        "    if state.distributed_type == DistributedType.MULTI_GPU:\n        torch.cuda.synchronize()\n"
+        "if __name__ == '__main__':\n    check(None)\n",
+        # a library function that does no training step: its caller decides
+        "import torch\ndef timed(fn):\n    torch.cuda.synchronize()\n    return fn()\n",
     ]
     INVALID = [
         Invalid("import torch\ntorch.cuda.synchronize()\n",
@@ -167,6 +204,20 @@ class UnguardedCudaApi(Rule):
         Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)\nstart.record()\n"),
         Invalid("import torch\nwith torch.cuda.device(1):\n    x = torch.ones(2)\n"),
         Invalid("import torch\nx = torch.ones(3)\ny = x.pin_memory()\nprint(y)\n"),
+        Invalid(  # a function name is no guard, in a script its unguarded caller runs it
+            "import torch\ndef bench_cuda():\n    torch.cuda.synchronize()\n"
+            "if __name__ == '__main__':\n    bench_cuda()\n",
+            "import torch\ndef bench_cuda():\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n"
+            "if __name__ == '__main__':\n    bench_cuda()\n",
+        ),
+        Invalid(  # a library's training step that synchronizes unguarded
+            "import torch\ndef _step(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"
+            "def train_epoch(model, opt, loader):\n    for x in loader:\n        _step(model, opt, x)\n"
+            "        torch.cuda.synchronize()\n",
+            "import torch\ndef _step(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"
+            "def train_epoch(model, opt, loader):\n    for x in loader:\n        _step(model, opt, x)\n"
+            "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n",
+        ),
         Invalid("import torch\nprint('GPU:', torch.cuda.get_device_name(0))\n",
                 "import torch\nif torch.cuda.is_available():\n    print('GPU:', torch.cuda.get_device_name(0))\n"),
     ]
@@ -174,10 +225,10 @@ class UnguardedCudaApi(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._stmts: list = []  # innermost statement line that may be wrapped, or None
-        # depth of CUDA-only functions/classes; a CUDA-only module (`torch/cuda/*.py`,
-        # `cuda_utils.py`, `gpu_bench.py`) is CUDA-only as a whole
-        self._cuda_only = 1 if _is_cuda_module(ctx.filename) else 0
         self._script = _is_script(ctx.module)
+        self._site_guarded: dict = {}  # Call inside a function -> guarded there
+        self._steps: set = set()  # functions that run a training step (backward / optimizer.step)
+        self._pending: list = []  # (function, node, message, fix): decided in finish()
         self._name_uses: Optional[Counter] = None
         self._flag: Optional[str] = None
         self._flag_done = False
@@ -232,40 +283,21 @@ class UnguardedCudaApi(Rule):
     def leave_GeneratorExp(self, node) -> None:
         self._stmts.pop()
 
-    def _is_cuda_only(self, node) -> bool:
-        if _CUDAISH.search(node.name.value):
-            return True
-        for dec in node.decorators:
-            d = dec.decorator
-            fn = d.func if isinstance(d, cst.Call) else d
-            name = (dotted(fn) or "").rsplit(".", 1)[-1]
-            if _CUDA_ONLY_DECORATOR.search(name):
-                return True
-            if isinstance(d, cst.Call) and d.args and name in ("skipIf", "skipUnless", "skipif"):
-                want = -1 if name in ("skipIf", "skipif") else 1
-                if self.facts.guard_polarity(d.args[0].value) == want:
-                    return True
-        return False
-
-    def visit_FunctionDef(self, node) -> None:
-        if self._cuda_only or self._is_cuda_only(node):
-            self._cuda_only += 1
-
-    def leave_FunctionDef(self, node) -> None:
-        if self._cuda_only:
-            self._cuda_only -= 1
-
-    def visit_ClassDef(self, node) -> None:
-        self.visit_FunctionDef(node)
-
-    def leave_ClassDef(self, node) -> None:
-        self.leave_FunctionDef(node)
-
     # ---- detection ----------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if self.t.guarded or self._cuda_only or (self.t.function is not None and not self._script):
+        fn = self.t.function
+        self._site_guarded[node] = self.t.guarded
+        if fn is not None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and (
+                    func.attr.value == "backward"
+                    or (func.attr.value == "step" and _OPTIMIZER.search(dotted(func.value) or ""))):
+                self._steps.add(fn)
+        if self.t.guarded:
             return
         api = cuda_api_name(self.facts.qualname(node.func))
+        if fn is not None and not self._script and api != "synchronize":
+            return  # a library module: only a training step's synchronize() is checked (finish)
         if api is not None:
             if api in RAISES_ON_CPU:
                 self._found(node, f"torch.cuda.{api}", api)
@@ -279,10 +311,10 @@ class UnguardedCudaApi(Rule):
         msg = f"`{what}()` raises on a machine without CUDA and no availability check guards it"
         stmt = self._stmts[-1] if self._stmts else None
         if api in _CONTEXT_ONLY:
-            self.report(node, msg + " (guard the whole block, or pick the device once)")
+            self._emit(node, msg + " (guard the whole block, or pick the device once)")
             return
         if stmt is None or len(stmt.body) != 1:
-            self.report(node, msg)
+            self._emit(node, msg)
             return
         small = stmt.body[0]
         if isinstance(small, cst.Expr):
@@ -290,17 +322,52 @@ class UnguardedCudaApi(Rule):
         elif isinstance(small, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
             if not all(isinstance(t, cst.Name) for t in targets):
-                self.report(node, msg)
+                self._emit(node, msg)
                 return
             used = [t.value for t in targets if self._uses(t.value) > 1]
             if used or api in SPREADING:
                 what_used = f"`{used[0]}` is used elsewhere" if used else "its use spreads through the code"
-                self.report(node, f"{msg}; {what_used}, so guard the code that uses it too")
+                self._emit(node, f"{msg}; {what_used}, so guard the code that uses it too")
                 return
         else:
-            self.report(node, msg)
+            self._emit(node, msg)
             return
-        self.report(node, msg, self._wrap_fix(stmt))
+        self._emit(node, msg, self._wrap_fix(stmt))
+
+    def _emit(self, node: cst.Call, msg: str, fix: Optional[Fix] = None) -> None:
+        fn = self.t.function
+        if fn is None:
+            self.report(node, msg, fix)
+        else:
+            self._pending.append((fn, node, msg, fix))
+
+    def finish(self) -> None:
+        """A finding inside a function stands unless every call of the function in the file
+        is guarded (by its caller, or its caller's callers). In a library module only a
+        training step's `synchronize()` is reported (the caller picks the device elsewhere)."""
+        if not self._pending:
+            return
+        g = call_graph(self.facts)
+        memo: dict = {}
+        for fn, node, msg, fix in self._pending:
+            if guarded_by_callers(g, fn, self._site_guarded, memo):
+                continue
+            if not self._script and not self._runs_step(g, fn, set()):
+                continue
+            self.report(node, msg, fix)
+
+    def _runs_step(self, g, fn, seen: set) -> bool:
+        """``fn`` calls ``backward()`` / ``optimizer.step()``, itself or in a helper of the file."""
+        if fn in self._steps:
+            return True
+        if fn in seen:
+            return False
+        seen.add(fn)
+        for f in g.funcs.values():
+            if f.node is not fn and any(caller is fn for _, caller in f.sites):
+                if self._runs_step(g, f.node, seen):
+                    return True
+        return False
 
     def _uses(self, name: str) -> int:
         if self._name_uses is None:
@@ -324,7 +391,7 @@ class UnguardedCudaApi(Rule):
             if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
                 continue
             name = s.targets[0].target.value
-            if name not in self.facts.guard_flags or self.facts.guard_polarity(s.value) != 1:
+            if name not in self.facts.guard_flags or guards.guard_polarity(self.facts, s.value) != 1:
                 continue
             if fn is None and stmt not in self.t.seen_statements:
                 continue
@@ -348,11 +415,6 @@ class UnguardedCudaApi(Rule):
         new = cst.If(test=test, body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=())]),
                      leading_lines=stmt.leading_lines)
         return Fix(Applicability.SAFE, how, {stmt: new}, needs_torch_import=needs_torch)
-
-
-def _is_cuda_module(filename: str) -> bool:
-    p = PurePath(filename or "")
-    return bool(_CUDA_MODULE.search(p.stem)) or (len(p.parts) > 1 and p.parts[-2] == "cuda")
 
 
 def _binds_name(stmt: cst.CSTNode, name: str) -> bool:

@@ -1,0 +1,280 @@
+"""Calls of the file's own functions and classes: who calls what, with which arguments.
+
+One walk per file, on demand (``call_graph(facts)``), for questions that follow a value or a
+guard one or two calls across the file:
+
+* DL002: does every call of ``def f(device="cuda")`` pass ``device`` (the default is dead)?
+  Which literal reaches ``.to(gpu_id)`` through ``main(device)`` -> ``Trainer(..., gpu_id)``?
+* DL004: is every call of a helper guarded by its caller?
+
+Functions are matched by name: ``f(...)`` calls the module-level ``def f``, ``C(...)`` calls
+``C.__init__``, ``obj.m(...)`` / ``self.m(...)`` calls a method ``m`` of a class of the file.
+A name defined twice, or used other than as a call (``callback=f``), has unknown callers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from devlint.syntax import is_cuda_string
+from devlint.walk import children, nodes
+
+UNKNOWN = object()  # the argument of a call that cannot be matched to a parameter (``*args``)
+
+
+@dataclass(eq=False)
+class Func:
+    name: str  # the name a call uses: function name, class name for ``__init__``, method name
+    node: cst.FunctionDef
+    cls: Optional[cst.ClassDef]
+    sites: list = field(default_factory=list)  # (Call, enclosing FunctionDef or None)
+
+    @property
+    def is_method(self) -> bool:
+        return self.cls is not None
+
+    def param_index(self, param: str) -> Optional[int]:
+        """Positional index of ``param`` at a call site (``self`` dropped for methods)."""
+        p = self.node.params
+        names = [x.name.value for x in (*p.posonly_params, *p.params)]
+        if self.is_method and names and not _is_static(self.node):
+            names = names[1:]
+        return names.index(param) if param in names else None
+
+    def bound_arg(self, call: cst.Call, param: str):
+        """The argument expression bound to ``param`` at ``call``; None when the default is
+        used; ``UNKNOWN`` when ``*args``/``**kwargs`` make it unknowable."""
+        idx = self.param_index(param)
+        pos = 0
+        star = False
+        for a in call.args:
+            if a.star == "**":
+                star = True
+            elif a.star == "*":
+                star = True
+            elif a.keyword is not None:
+                if a.keyword.value == param:
+                    return a.value
+            else:
+                if idx is not None and pos == idx and not star:
+                    return a.value
+                pos += 1
+        return UNKNOWN if star else None
+
+
+def _is_static(fn: cst.FunctionDef) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in fn.decorators)
+
+
+class CallGraph:
+    def __init__(self, module: cst.Module) -> None:
+        self.funcs: dict = {}  # call name -> Func (only names defined once)
+        self.enclosing: dict = {}  # Call -> enclosing FunctionDef or None
+        self.func_of_node: dict = {}  # FunctionDef -> Func
+        self.escapes: set = set()  # names used other than as the callee of a call
+        dupes: set = set()
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                self._define(stmt.name.value, stmt, None, dupes)
+            elif isinstance(stmt, cst.ClassDef):
+                self._define_class(stmt, dupes)
+        for d in dupes:
+            self.funcs.pop(d, None)
+        self._walk(module)
+
+    def _define_class(self, cls: cst.ClassDef, dupes: set) -> None:
+        """Methods of a class, and of the classes nested in it (test bases in a holder class)."""
+        if not isinstance(cls.body, cst.IndentedBlock):
+            return
+        for m in cls.body.body:
+            if isinstance(m, cst.FunctionDef):
+                name = cls.name.value if m.name.value == "__init__" else m.name.value
+                self._define(name, m, cls, dupes)
+            elif isinstance(m, cst.ClassDef):
+                self._define_class(m, dupes)
+
+    def _define(self, name: str, fn: cst.FunctionDef, cls, dupes: set) -> None:
+        if name in self.funcs:
+            dupes.add(name)
+            return
+        f = Func(name, fn, cls)
+        self.funcs[name] = f
+        self.func_of_node[fn] = f
+
+    def _walk(self, module: cst.Module) -> None:
+        stack: list = [(module, None)]
+        callee_names: set = set()
+        while stack:
+            node, fn = stack.pop()
+            if isinstance(node, cst.FunctionDef):
+                fn = node
+            elif isinstance(node, cst.Call):
+                self.enclosing[node] = fn
+                name = _call_name(node)
+                f = self.funcs.get(name) if name is not None else None
+                if f is not None:
+                    f.sites.append((node, fn))
+                    callee_names.add(id(node.func if isinstance(node.func, cst.Name) else node.func.attr))
+            elif isinstance(node, cst.Name) and node.value in self.funcs and id(node) not in callee_names:
+                self.escapes.add(node.value)
+            kids = children(node, trivia=False)
+            if isinstance(node, cst.FunctionDef):
+                kids = [k for k in kids if k is not node.name]
+            elif isinstance(node, cst.ClassDef):
+                kids = [k for k in kids if k is not node.name]
+            elif isinstance(node, cst.Call):
+                # the callee is visited after `callee_names` knows it (children come off a stack)
+                pass
+            for k in reversed(kids):
+                stack.append((k, fn))
+
+    def callers_of(self, fn: cst.FunctionDef) -> Optional[list]:
+        """Call sites of ``fn`` in the file, or None when they cannot all be known."""
+        f = self.func_of_node.get(fn)
+        if f is None or f.name in self.escapes:
+            return None
+        return f.sites
+
+
+def _call_name(call: cst.Call) -> Optional[str]:
+    if isinstance(call.func, cst.Name):
+        return call.func.value
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def guarded_by_callers(g: CallGraph, fn: cst.FunctionDef, site_guarded: dict, memo: dict) -> bool:
+    """Every call of ``fn`` in the file (at least one) is guarded where it is made, or is made
+    in a function that is itself guarded by all its callers (``site_guarded``: Call -> bool,
+    recorded by the rule during the traversal)."""
+    if fn in memo:
+        return memo[fn]
+    memo[fn] = False  # a cycle guards nothing
+    sites = g.callers_of(fn)
+    ok = bool(sites) and all(
+        site_guarded.get(call, False) or (caller is not None and guarded_by_callers(g, caller, site_guarded, memo))
+        for call, caller in sites)
+    memo[fn] = ok
+    return ok
+
+
+def call_graph(facts) -> CallGraph:
+    """The file's call graph, built once and kept on the facts object."""
+    g = getattr(facts, "_call_graph", None)
+    if g is None:
+        g = facts._call_graph = CallGraph(facts.module)
+    return g
+
+
+def literals_reaching(facts, fn: cst.FunctionDef, param: str, depth: int = 0, only: bool = True):
+    """``(literal, callee name, only_use)`` for each int / ``"cuda"`` literal bound to ``param``
+    of ``fn`` at its calls in the file: passed directly, bound once to the name passed
+    (``device = 0; main(device)``), or one call further back (``main(device)`` passing its own
+    parameter on to ``Trainer(..., gpu_id)``). ``only_use``: nothing but those calls reads
+    the names on the way (guarding the literal changes nothing else)."""
+    g = call_graph(facts)
+    f = g.func_of_node.get(fn)
+    sites = g.callers_of(fn)
+    if f is None or not sites:
+        return
+    for call, caller in sites:
+        arg = f.bound_arg(call, param)
+        if arg is None or arg is UNKNOWN:
+            continue
+        if _is_device_literal(arg):
+            yield arg, f.name, only
+        elif isinstance(arg, cst.Name):
+            name = arg.value
+            scope = caller
+            body = facts.module if scope is None else scope.body
+            lits = _single_literal_binding(body, name)
+            if lits is not None:
+                uses = sum(1 for n in nodes(body) if isinstance(n, cst.Name) and n.value == name)
+                yield lits, f.name, only and uses == 2
+            elif (scope is not None and depth < 1 and name not in facts.rebound.get(scope, ())
+                  and any(p.name.value == name for p in (*scope.params.posonly_params, *scope.params.params,
+                                                          *scope.params.kwonly_params))):
+                passed_only = sum(1 for n in nodes(scope.body) if isinstance(n, cst.Name) and n.value == name) == 1
+                yield from literals_reaching(facts, scope, name, depth + 1, only and passed_only)
+
+
+def _is_device_literal(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.Integer) or is_cuda_string(node))
+
+
+def _single_literal_binding(scope: cst.CSTNode, name: str):
+    """The literal of the one assignment ``name = 0`` / ``name = "cuda"`` in ``scope`` (not
+    entering nested functions), or None when the name is bound otherwise or more than once."""
+    found = []
+    for n in nodes(scope):
+        if isinstance(n, cst.Assign):
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
+                found.append(n.value)
+            elif any(name in {x.value for x in nodes(t.target) if isinstance(x, cst.Name)} for t in n.targets):
+                return None
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)) and any(
+                isinstance(x, cst.Name) and x.value == name for x in nodes(n.target)):
+            return None
+    if len(found) == 1 and _is_device_literal(found[0]):
+        return found[0]
+    return None
+
+
+# calls whose `device` is a device *type* or a query: they run without a GPU
+_NOT_PLACING = frozenset({"autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype",
+                          "get_autocast_gpu_dtype", "set_autocast_dtype", "device_count", "get_device_module",
+                          "is_available", "synchronize"})
+
+
+def param_places(fn: cst.FunctionDef, name: str, cls: Optional[cst.ClassDef] = None) -> bool:
+    """Whether parameter ``name`` of ``fn`` reaches a placement: ``.to(name)``, ``.cuda(name)``,
+    ``device=name`` / ``map_location=name`` in a call that places, ``torch.device(name)``;
+    in ``__init__`` also through ``self.attr = name`` anywhere in the class. A device only
+    compared, logged, or given to ``autocast`` / ``GradScaler`` places nothing."""
+    refs = {name}
+    scopes: list = [fn.body]
+    if cls is not None and fn.name.value == "__init__":
+        for n in nodes(fn.body):
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == name:
+                for t in n.targets:
+                    if (isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                            and t.target.value.value == "self"):
+                        refs.add(f"self.{t.target.attr.value}")
+        scopes = [cls.body]
+    for scope in scopes:
+        for n in nodes(scope, into_scopes=True):
+            if isinstance(n, cst.Call) and _places_ref(n, refs):
+                return True
+    return False
+
+
+def reaches_placement(scope: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is used in a placement anywhere under ``scope`` (see ``param_places``)."""
+    return any(isinstance(n, cst.Call) and _places_ref(n, {name}) for n in nodes(scope, into_scopes=True))
+
+
+def _ref(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return f"self.{node.attr.value}"
+    return None
+
+
+def _places_ref(call: cst.Call, refs: set) -> bool:
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+    if last in _NOT_PLACING:
+        return False
+    for i, a in enumerate(call.args):
+        if _ref(a.value) not in refs:
+            continue
+        if a.keyword is not None and a.keyword.value in ("device", "map_location"):
+            return True
+        if a.keyword is None and i == 0 and last in ("to", "cuda", "device"):
+            return True
+    return False
