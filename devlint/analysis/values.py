@@ -469,7 +469,8 @@ class ValueModel:
             if d is None:
                 return None
             ks, use = self._name_kinds(d, scope, cls)
-            ks -= {TENSOR_CTOR}
+            if TENSOR_CTOR in ks:
+                return None  # a constructor, not a value (calling it builds a tensor)
             weak = use & _WEAK
             use -= _WEAK
             if CONTAINER in use and _CALLED_ITEMS not in weak and not ks - {CONTAINER}:
