@@ -8,8 +8,12 @@ Two parts, both cheap:
   attributes, availability-guard flags, device variables and every bound name.
 * :class:`ContextTracker` runs first in the single rule traversal and keeps the
   live context rules ask about at each node: enclosing functions, classes and
-  loops, whether an availability guard dominates the node, and usage evidence
-  (``loss.backward()`` says tensor, ``model.parameters()`` says Module).
+  loops, and whether an availability guard dominates the node.
+
+What a value is (tensor, Parameter, Module, ...) is :mod:`devlint.analysis.values`:
+the prescan feeds it assignment evidence, then it reads usage evidence
+(``loss.backward()`` says tensor, ``model.parameters()`` says Module) from the whole
+file and freezes, before any rule runs.
 
 LibCST's ``QualifiedNameProvider``/``ScopeProvider`` would answer some of these
 questions more generally, but each costs 2-4x a parse per file; this module
