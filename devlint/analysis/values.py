@@ -16,12 +16,12 @@ torch.FloatTensor``), loop targets of loaders whose items the file shows are ten
 usage (``x.backward()``, ``x.size(0)``, ``x.shape``, ``x @ w``, ``torch.cat([x])``,
 ``x[i] = ...``, ``batch[k] = batch[k].to(d)``). No evidence, no answer: rules stay silent.
 
-The model is built in two phases before any rule runs: assignment evidence during the
-prescan (statements in source order, so ``y = x.float()`` sees what ``x`` is), then
-:meth:`ValueModel.finish` walks the whole file once for usage evidence and freezes both
-tables. While rules run the answers are final: they never depend on which node a rule is
-visiting or in which order rules ask (a usage after the asking node counts as much as one
-before it).
+The model is built in two phases before any rule gets an answer: assignment evidence
+during the prescan (statements in source order, so ``y = x.float()`` sees what ``x`` is),
+frozen by :meth:`ValueModel.finish`; then usage evidence, read from the whole file in one
+walk the first time a question needs it (most files are never asked), and frozen too. The
+answers are final: they never depend on which node a rule is visiting or in which order
+rules ask (a usage after the asking node counts as much as one before it).
 """
 
 from __future__ import annotations
@@ -180,7 +180,9 @@ class ValueModel:
     def __init__(self, names) -> None:
         self.names = names
         self.evidence: dict = {}  # (scope, dotted) -> kinds, from assignments (prescan)
-        self.usage: dict = {}  # (scope or class, dotted) -> kinds, from how values are used
+        self._usage = None  # (scope or class, dotted) -> kinds, from how values are used (see usage)
+        self._found: Optional[dict] = None
+        self._module: Optional[cst.Module] = None
         self.values: dict = {}  # (scope, dotted) -> expressions assigned to it
         self.final = False
 
@@ -312,21 +314,36 @@ class ValueModel:
 
     # ---- usage (after the prescan, before any rule) --------------------------------------
     def finish(self, module: cst.Module) -> None:
-        """Walk the whole file once for usage evidence, then freeze the model."""
+        """End of the prescan: freeze the assignment evidence. The usage evidence is read from
+        the whole file in one walk, the first time a question needs it (most files never
+        ask, and the walk costs a sizeable part of a parse); either way every answer sees
+        the usage of the whole file, whatever node a rule is visiting when it asks."""
         if self.final:
             return
-        self._walk(module, None, None)
         self.evidence = MappingProxyType({k: frozenset(v) for k, v in self.evidence.items()})
-        self.usage = MappingProxyType({k: frozenset(v) for k, v in self.usage.items()})
         self.values = MappingProxyType({k: tuple(v) for k, v in self.values.items()})
+        self._module = module
         self.final = True
+
+    @property
+    def usage(self):
+        """(scope or class, dotted) -> kinds from how values are used in the whole file."""
+        if self._usage is None:
+            if not self.final:
+                return MappingProxyType({})  # the prescan never reads usage
+            found: dict = {}
+            self._found = found
+            self._walk(self._module, None, None)
+            self._usage = MappingProxyType({k: frozenset(v) for k, v in found.items()})
+            self._found = None
+        return self._usage
 
     def _use(self, scope, cls, node: cst.CSTNode, kind: str) -> None:
         d = dotted(node)
         if d is None:
             return
         key = cls if (d.startswith("self.") and cls is not None) else scope
-        self.usage.setdefault((key, d), set()).add(kind)
+        self._found.setdefault((key, d), set()).add(kind)
 
     def _walk(self, root: cst.CSTNode, scope, cls) -> None:
         stack = [(root, scope, cls)]
@@ -448,10 +465,10 @@ class ValueModel:
     def _name_kinds(self, d: str, scope, cls) -> tuple:
         if d.startswith("self.") and cls is not None:
             ks = set(self.evidence.get((cls, d), ()))
-            use = set(self.usage.get((cls, d), ())) if self.final else set()
+            use = set(self.usage.get((cls, d), ()))
         else:
             ks = self.kinds(d, scope)
-            use = set(self.usage.get((scope, d), ())) if self.final else set()
+            use = set(self.usage.get((scope, d), ()))
         return ks, use
 
     def kind_of(self, expr: cst.CSTNode, scope, cls=None) -> Optional[str]:
