@@ -31,8 +31,8 @@ from libcst._batched_visitor import BatchableCSTVisitor
 
 from devlint.analysis.syntax import call_arg, dotted, root_name, string_value  # noqa: F401 (re-exported)
 from devlint.analysis.values import (  # noqa: F401 (re-exported: rules import them from here)
-    CONTAINER, CONVERSIONS, DEVICE, DEVICE_LESS_FACTORIES, DTYPE, FACTORIES, MODULE, MODULE_ONLY_USE, NON_MODULE_NN, PARAM,
-    TENSOR, TENSOR_DATASET, TENSOR_FUNCS, TENSOR_LOADER, TENSOR_METHODS, TENSOR_ONLY_USE, ValueModel,
+    CONTAINER, CONVERSIONS, DEVICE, DEVICE_LESS_FACTORIES, DTYPE, FACTORIES, MODULE, MODULE_ONLY_USE,
+    NON_MODULE_NN, PARAM, TENSOR, TENSOR_DATASET, TENSOR_FUNCS, TENSOR_LOADER, TENSOR_METHODS, TENSOR_ONLY_USE, ValueModel,
     annotation_kind, is_module_base,
 )
 from devlint.walk import children
