@@ -4,6 +4,7 @@ import libcst as cst
 
 from devlint.facts import CONVERSIONS, PARAM, TENSOR
 from devlint.rule import Invalid, Rule, safe, unsafe
+from devlint.walk import nodes
 
 
 class UnassignedTransfer(Rule):
@@ -121,12 +122,11 @@ class UnassignedTransfer(Rule):
             "def step(batch, device):\n    batch['x'].to(device)\n    batch['y'] = batch['y'].to(device)\n",
             "def step(batch, device):\n    batch['x'] = batch['x'].to(device)\n    batch['y'] = batch['y'].to(device)\n",
         ),
-        # a loop over a list of tensors (the comprehension next to it does it right)
+        # a loop over a list of tensors (the comprehension next to it does it right); no fix:
+        # `t = t.to(device)` would move a copy nothing reads
         Invalid(
             "import torch\nfrom typing import List\ndef move(tensors: List[torch.Tensor], device):\n"
             "    for t in tensors:\n        t.to(device)\n    return [t.to(device) for t in tensors]\n",
-            "import torch\nfrom typing import List\ndef move(tensors: List[torch.Tensor], device):\n"
-            "    for t in tensors:\n        t = t.to(device)\n    return [t.to(device) for t in tensors]\n",
         ),
     ]
 
@@ -143,10 +143,10 @@ class UnassignedTransfer(Rule):
         recv = call.func.value
         if self.facts.qualname(recv) is not None:  # `torch.float` & co are not values
             return
-        self.pending.append((node, call, recv, self.t.scope, self.t.cls))
+        self.pending.append((node, call, recv, self.t.scope, self.t.cls, self.t.loop))
 
     def finish(self) -> None:
-        for node, call, recv, scope, cls in self.pending:
+        for node, call, recv, scope, cls, loop in self.pending:
             kind = self.facts.kind_of(recv, scope, cls)
             if kind not in (TENSOR, PARAM):
                 continue
@@ -155,7 +155,9 @@ class UnassignedTransfer(Rule):
             msg = (f"result of `{text}.{meth}(...)` is discarded: tensor conversions return a new "
                    f"tensor, so `{text}` is unchanged")
             fix = None
-            if isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
+            if _dead_loop_target(recv, loop, call):
+                pass  # `for t in ts: t.to(d)`: `t = t.to(d)` would move nothing anyone reads
+            elif isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
                 if kind == PARAM:
                     data = cst.Attribute(recv, cst.Name("data"))
                     new = cst.Assign([cst.AssignTarget(data)],
@@ -165,3 +167,14 @@ class UnassignedTransfer(Rule):
                     new = cst.Assign([cst.AssignTarget(recv)], call)
                     fix = safe(f"assign the result back to `{text}`", {node: new})
             self.report(node, msg, fix)
+
+
+def _dead_loop_target(recv: cst.CSTNode, loop, call: cst.Call) -> bool:
+    """``recv`` is the element of ``for recv in items`` and the loop body reads it nowhere else."""
+    if not isinstance(recv, cst.Name) or not isinstance(loop, cst.For):
+        return False
+    if not isinstance(loop.target, cst.Name) or loop.target.value != recv.value:
+        return False  # (`for x, y in loader: y.to(d)` keeps its fix, as the loader fixtures expect)
+    reads = sum(1 for n in nodes(loop.body, into_scopes=True) if isinstance(n, cst.Name) and n.value == recv.value)
+    own = sum(1 for n in nodes(call) if isinstance(n, cst.Name) and n.value == recv.value)
+    return reads == own
