@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import HostSaves, host_used_load, is_dataset_class, is_library_module, is_test_file, path_key
+from devlint.analysis.checkpoints import (HostSaves, host_used_load, is_dataset_class, is_dataset_module,
+                                          is_library_module, is_test_file, only_into_scaler, package_data_path,
+                                          path_key)
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import call_arg
@@ -88,6 +90,24 @@ class LoadWithoutMapLocation(Rule):
         # a dataset's cache holds host data
         "import torch\nfrom torch.utils.data import Dataset\nclass Cached(Dataset):\n"
         "    def __init__(self, path):\n        self.data = torch.load(path)\n",
+        # a dataset module's own metadata file, written by a function that places nothing
+        "import os\nimport torch\nfrom torch.utils.data import Dataset\nMETA = 'meta.bin'\n"
+        "class Images(Dataset):\n    pass\n"
+        "def parse(root):\n    names = sorted(os.listdir(root))\n    torch.save(names, os.path.join(root, META))\n"
+        "def load_meta(root):\n    return torch.load(os.path.join(root, META))\n",
+        # in-memory bytes the file pickled from host copies (`lambda t: t.cpu()` over the collection)
+        "import io\nimport torch\ndef pack(metrics):\n"
+        "    metrics = apply_to_collection(metrics, torch.Tensor, lambda t: t.cpu())\n"
+        "    buffer = io.BytesIO()\n    torch.save(metrics, buffer)\n    return {'m': buffer.getvalue()}\n"
+        "def unpack(extra):\n    metrics = torch.load(io.BytesIO(extra['m']))\n    return metrics\n",
+        # a file shipped inside the package (every user, CPU-only CI too, loads it)
+        "import torch\nfrom pathlib import Path\n_W = Path(__file__).resolve().parent / 'weights.pt'\n"
+        "def weights():\n    return torch.load(str(_W))\n",
+        # a GradScaler's state holds Python numbers only
+        "import torch\nclass Trainer:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n"
+        "    def resume(self, f):\n        state = torch.load(f)\n        self.scaler.load_state_dict(state)\n",
+        # XLA tensors are pickled from host copies (`xm.save`)
+        "import torch\nimport torch_xla.core.xla_model as xm\ndef load(path):\n    return torch.load(path)\n",
     ]
     INVALID = [
         # a value handed in from outside (a parameter) may live anywhere: not a host save
@@ -213,8 +233,16 @@ class LoadWithoutMapLocation(Rule):
             return
         if is_dataset_class(self.t.cls):
             return  # a dataset's cache: host data, nothing to map
-        if self._host_saves.saves_any and is_test_file(self.ctx.filename):
+        if self._host_saves.saves_unplaced and is_dataset_module(self.ctx.module):
+            return  # a dataset module's own cache / metadata file, written by functions that place nothing
+        if self._host_saves.writes_any and is_test_file(self.ctx.filename):
             return  # a test reading back what the test file itself wrote: a round trip in one process
+        if self._host_saves.xla:
+            return  # XLA tensors are pickled from host copies (`xm.save`): nothing to map
+        if package_data_path(node.args[0].value, self.ctx.module):
+            return  # a file shipped in the package: every user (CPU-only CI too) loads it, it holds host tensors
+        if only_into_scaler(node, self.t.function, self._host_saves.scaler_receivers):
+            return  # a GradScaler's state holds Python numbers only
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:
             return
         value, applicability = self._location(node)

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
-from devlint.analysis.usage import factory_of_chain, is_zero_dim, usage_of
+from devlint.analysis.hostflow import declares_host, ends_placed
+from devlint.analysis.usage import factory_of_chain, is_zero_dim, may_touch_device, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -66,7 +67,13 @@ class FactoryWithoutDevice(Rule):
     logged, or returned in a metrics dict (`devlint/analysis/usage.py`); a returned value
     every caller in the class reads on the host or places at once; a table filled in
     place and only used moved (`t.to(device)`); methods memoised by a `*cache*`
-    decorator.
+    decorator. Also not flagged: a host-only computation that leaves moved, registered
+    as a buffer, or returned to callers that place it (through rebindings, derived names
+    and tables filled in place: `devlint/analysis/hostflow.py`), `torch.tensor(<data>)`
+    returned to the caller (Python data crosses to a device by a copy anyway), a method
+    that declares a host device (`host = torch.device("cpu")`; `x.to(host)`), and a
+    private module class (`_Name`) in a file that never names a device (only the file
+    itself runs it, on the host).
 
     ## Why is this bad?
     The factory creates the tensor on the CPU (or the default device) on every call,
@@ -138,6 +145,32 @@ class FactoryWithoutDevice(Rule):
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x):\n        cols = torch.arange(2)\n        y = x[:, cols] * torch.zeros(())\n"
         "        print(torch.ones(1))\n        return {'out': y, 'n': torch.tensor(len(x))}\n",
+        # a host computation rebound along the way, then moved (diffusers FIR kernels)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, kernel=(1, 3, 3, 1), gain=1):\n        k = torch.tensor(kernel, dtype=torch.float32)\n"
+        "        k = torch.outer(k, k)\n        k /= torch.sum(k)\n        k = k * gain\n"
+        "        return x + k.to(x.device).sum()\n",
+        # a table filled on the host, returned to callers that register or place it (kornia, timm)
+        "import torch\nfrom torch import nn\nclass PE(nn.Module):\n"
+        "    def __init__(self, d: int):\n        super().__init__()\n        self.d = d\n"
+        "        self.register_buffer('pe', self.build((4, 4)))\n"
+        "    def build(self, shape: tuple):\n        pe = torch.zeros((self.d, *shape))\n"
+        "        y = torch.ones(shape).cumsum(0).float().unsqueeze(0)\n"
+        "        pe[0::2] = torch.sin(y)\n        pe[1::2] = torch.cos(y)\n        return pe.unsqueeze(0)\n"
+        "    def forward(self, x):\n        if x.size(-1) != self.pe.size(-1):\n"
+        "            self.pe = self.build(x.shape[-2:]).to(x.device)\n        return x + self.pe\n",
+        # Python data returned to the caller (it has to cross to a device by a copy anyway)
+        "import torch\nfrom torch import nn\nclass Matcher(nn.Module):\n"
+        "    def forward(self, scores, groups):\n        idx = solve(scores.cpu())\n"
+        "        return [(torch.tensor(i), torch.tensor(j)) for i, j in idx]\n",
+        # a private module of a file that never names a device (torchmetrics NISQA)
+        "import torch\nfrom torch import nn\nclass _Pool(nn.Module):\n"
+        "    def forward(self, x, n):\n        mask = torch.arange(x.shape[0])[None, :] < n[:, None]\n"
+        "        return x * mask\n",
+        # a method that computes on a declared host device on purpose
+        "import torch\nfrom torch import nn\nclass R(nn.Module):\n"
+        "    def forward(self, x):\n        host = torch.device('cpu')\n        xh = x.to(host).double()\n"
+        "        t = torch.eye(3, dtype=torch.float64)\n        return (xh @ t).to(x.device)\n",
     ]
     INVALID = [
         Invalid(
@@ -249,6 +282,8 @@ class FactoryWithoutDevice(Rule):
         method, cls = self.t.method, self.t.cls
         if self._not_body or method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
             return
+        if cls.name.value.startswith("_") and not may_touch_device(self.facts.source):
+            return  # a private module of a file that never names a device: only this file runs it, on the host
         q = self.facts.qualname(func)
         if q is None or not q.startswith("torch.") or q.count(".") != 1:
             return
@@ -274,6 +309,10 @@ class FactoryWithoutDevice(Rule):
             if use.moved_next(node) or use.placed_later(node) or \
                     use.host_only(node, self._callers_keep_on_host(method, cls)):
                 continue  # placed by the next statement / only logged, indexed, read back on the host
+            if ends_placed(node, method, cls):
+                continue  # a host-only computation that leaves moved / registered / to callers that place it
+            if declares_host(method):
+                continue  # `host = torch.device("cpu")`; `x.to(host)`: the method computes on the host on purpose
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")
             self.report(node, msg, self._fix(node, factory, method, cls))

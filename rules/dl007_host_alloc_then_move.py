@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 import libcst as cst
 
+from devlint.analysis.checkpoints import is_test_file
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
@@ -100,7 +101,9 @@ class HostAllocThenMove(Rule):
     that accumulates gradients. A `.to()` that also changes dtype or memory format,
     and `.cuda(i)` are reported without a fix; multi-GPU files get an unsafe fix. A
     factory with `pin_memory=` (a deliberate pinned staging buffer), `out=`,
-    `generator=` (a CPU generator cannot draw on a GPU) or `**kwargs` is not flagged.
+    `generator=` (a CPU generator cannot draw on a GPU) or `**kwargs` is not flagged,
+    nor is a random factory in a test file (inputs drawn on the host have the same
+    values on every device, which is what a test compares).
     """
 
     code = "DL007"
@@ -190,6 +193,8 @@ class HostAllocThenMove(Rule):
             return
         if any(keyword(inner, k) is not None for k in ("pin_memory", "out", "generator")):
             return  # a pinned staging buffer / a preallocated output / numbers drawn by a host generator
+        if factory in RANDOM and is_test_file(self.ctx.filename):
+            return  # test inputs drawn on the host then moved: the same values on every device, on purpose
         meth = func.attr.value
         if meth == "to":
             self._to(node, inner, factory)

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.accumulators import ReplaceIn, arith_path, contains, count_name, initialised_before, short
-from devlint.analysis.loops import Loop, LoopFrames, every_iteration
+from devlint.analysis.loops import Loop, LoopFrames, every_iteration, in_test_code
 from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_logged, only_reads, usage_of
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import torch_ref
@@ -58,7 +58,9 @@ class SyncInLoop(LoopFrames, Rule):
     a list (predictions for a metric), any sync in a loop that times each batch with a
     clock, and a value re-read after the iteration already synced on it. A sync inside
     `print`/logging calls is advised "log every N steps"; nested syncs in one expression
-    give one finding.
+    give one finding. An explicit `torch.cuda.synchronize()` in test code (a test file, or
+    an enclosing function or class named as a test) is a deliberate barrier: it makes an
+    asynchronous error or a hang surface at the step that caused it.
 
     ## Why is this bad?
     CUDA runs asynchronously: the Python loop queues work and races ahead. Reading a
@@ -123,6 +125,9 @@ class SyncInLoop(LoopFrames, Rule):
         # checked by a test assertion
         "import torch\nmodel.cuda()\nfor x in data:\n    model(x).sum().backward()\n"
         "    self.assertEqual(model.weight.grad.sum().item(), 3.0)\n    fns[0](x)\n    get()(x)\n",
+        # a test synchronizes on purpose (an async error or hang shows at its step)
+        "import torch\nmodel.cuda()\ndef test_join(model, data):\n    for x in data:\n"
+        "        model(x).sum().backward()\n        torch.cuda.synchronize()\n",
         # timing needs the synchronize
         "import time, torch\nmodel.cuda()\nfor x in data:\n    t0 = time.perf_counter()\n    model(x).sum().backward()\n"
         "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - t0)\n",
@@ -251,7 +256,8 @@ class SyncInLoop(LoopFrames, Rule):
             if q == "torch.autograd.backward":
                 self._mark("step")
             elif q == "torch.cuda.synchronize":
-                self._candidate("sync", node)
+                if not in_test_code(self.t.functions, self.t.classes, self.ctx.filename):
+                    self._candidate("sync", node)  # in a test it is a deliberate barrier
             elif q in _TIMERS:
                 for lp in self.fn_loops():
                     lp.timed = True

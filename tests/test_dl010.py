@@ -93,7 +93,8 @@ def test_dtype_conversions_are_not_device_handling():
     assert [d.code for d in lint(src)] == ["DL010"]
 
 
-def test_unknown_batch_structure_makes_the_fix_unsafe():
+def test_unknown_batch_structure_offers_no_fix_and_names_the_batch():
+    """A port that cannot move the batch the model reads would be incomplete: no fix at all."""
     src = """\
     import torch
     from torch import nn
@@ -105,10 +106,9 @@ def test_unknown_batch_structure_makes_the_fix_unsafe():
         print(model(batch.features))
     """
     (d,) = lint(src)
-    assert d.fix.applicability is Applicability.UNSAFE
-    assert "cannot tell the structure of `batch`" in d.fix.message
-    assert fix(src) == textwrap.dedent(src), "an unsafe port must need --unsafe-fixes"
-    assert "model = nn.Linear(3, 1).to(device)" in fix(src, unsafe_fixes=True)
+    assert d.fix is None
+    assert "`batch` would stay on the host (cannot tell the structure of the batch" in d.message
+    assert fix(src, unsafe_fixes=True) == textwrap.dedent(src)
 
 
 def test_loader_over_unknown_dataset_is_unsafe_but_moves_the_batch():
@@ -128,7 +128,7 @@ def test_loader_over_unknown_dataset_is_unsafe_but_moves_the_batch():
     assert "    x, y = x.to(device), y.to(device)\n" in fix(src, unsafe_fixes=True)
 
 
-def test_factory_with_a_cpu_generator_is_not_moved():
+def test_factory_with_a_cpu_generator_offers_no_fix():
     src = """\
     import torch
     from torch import nn
@@ -139,8 +139,8 @@ def test_factory_with_a_cpu_generator_is_not_moved():
     print(model(x))
     """
     (d,) = lint(src)
-    assert d.fix.applicability is Applicability.UNSAFE
-    assert "generator=g" in d.fix.message
+    assert d.fix is None
+    assert "`x` would stay on the host (a factory with a CPU `generator=`" in d.message
 
 
 def test_list_batch_uses_a_fresh_name():
@@ -365,3 +365,345 @@ def test_library_smoke_test_main_is_not_a_script():
         "    opt.step()\n"
     )
     assert [d.code for d in lint(trains, filename="net.py")] == ["DL010"]
+
+
+# ---- a port is complete or not offered (issue item 1) -----------------------------------------
+
+def test_data_slice_used_after_the_loop_offers_no_fix_and_names_it():
+    """`X` feeds the TensorDataset and, sliced, the model: moving the batches would leave
+    `X[:4]` on the host, creating `X` on the device would move the data set."""
+    from fixtures_lib import FIXTURES
+
+    src = (FIXTURES / "DL010" / "no_fix_data_slice" / "before.py").read_text()
+    (d,) = lint(src)
+    assert d.fix is None
+    assert "no automatic port: `X` would stay on the host (it also feeds `TensorDataset`)" in d.message
+    assert "missing:" not in d.message
+
+
+def test_value_from_an_unknown_function_offers_no_fix():
+    src = """\
+    import torch
+    from torch import nn
+    from mydata import load_features
+
+    model = nn.Linear(3, 1)
+    feats = load_features()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        model(feats).sum().backward()
+        opt.step()
+    """
+    (d,) = lint(src)
+    assert d.fix is None
+    assert "`feats` would stay on the host (made by `load_features`)" in d.message
+
+
+def test_module_level_tensors_used_in_a_function_are_placed():
+    src = """\
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    x = torch.linspace(-1, 1, 20).unsqueeze(1)
+    y = x.pow(2) + 0.1 * torch.rand(x.size())
+
+
+    def main():
+        net = nn.Linear(1, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loss_fn = nn.MSELoss()
+        for t in range(3):
+            loss = loss_fn(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(round(loss.item(), 4))
+
+
+    main()
+    """
+    (d,) = lint(src)
+    assert d.fix.applicability is Applicability.SAFE
+    fixed = fix(src)
+    assert "x = torch.linspace(-1, 1, 20, device=device).unsqueeze(1)" in fixed
+    assert "torch.rand(x.size(), device=device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_a_helper_parameter_is_resolved_through_its_callers():
+    src = """\
+    import torch
+    from torch import nn
+
+
+    def evaluate(net, data):
+        return net(data).mean().item()
+
+
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    x_val = torch.randn(5, 3)
+    print(round(evaluate(model, x_val), 4))
+    """
+    fixed = fix(src)
+    assert "x_val = torch.randn(5, 3, device=device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_state_rebound_from_the_model_output_is_still_created_on_the_device():
+    """`h = torch.zeros(...)` then `out, h = rnn(x, h)`: `h` is not on the device just because
+    one of its bindings is the model's output (issue item 3)."""
+    src = """\
+    import torch
+    from torch import nn
+
+    rnn = nn.GRU(4, 8)
+    opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+    for step in range(2):
+        seq = torch.randn(5, 2, 4)
+        h = torch.zeros(1, 2, 8)
+        out, h = rnn(seq, h)
+        out.sum().backward()
+        opt.step()
+    """
+    (d,) = lint(src)
+    assert "`device=device` on 2 new tensors" in d.message
+    fixed = fix(src)
+    assert "seq = torch.randn(5, 2, 4, device=device)" in fixed
+    assert "h = torch.zeros(1, 2, 8, device=device)" in fixed
+
+
+# ---- the message promises exactly what the fix does (issue item 2) ---------------------------
+
+def _promised(message: str, dev: str) -> dict:
+    import re
+
+    m = re.search(r"\(missing: (.*)\)$", message)
+    assert m, message
+    parts = m.group(1).split("; ")
+    out = {"models": [], "batch": 0, "device": 0, "load": 0, "cpu": 0, "to": 0}
+    for p in parts[1:]:
+        if p.startswith("moving the batch in"):
+            out["batch"] = int(p.split()[4])
+        elif p.startswith(f"`device={dev}` on"):
+            out["device"] = int(p.split()[2])
+        elif p.startswith(f"`map_location={dev}` on"):
+            out["load"] = int(p.split()[2])
+        elif p.startswith("`.cpu()` before"):
+            out["cpu"] = int(p.split()[2])
+        elif p.startswith(f"`.to({dev})` after"):
+            out["to"] = int(p.split()[2])
+        else:
+            out["models"] = re.findall(r"`(\w+)\.to\(" + dev + r"\)`", p)
+            assert out["models"], p
+    assert parts[0] == "a device variable"
+    return out
+
+
+def _batch_moves(before: str, after: str, dev: str) -> int:
+    """New statements `x, y = x.to(dev), y.to(dev)` / `b = {k: v.to(dev) ...}` / `b = [t.to(dev) ...]`."""
+    import re
+
+    move = re.compile(r"^\s+(\w+)(, \w+)* = (\{\w+: \w+|\[\w+|\1)\.to\(" + dev + r"\)")
+    old = set(before.splitlines())
+    return sum(1 for ln in after.splitlines() if ln not in old and move.match(ln))
+
+
+def _fixable_cases():
+    from fixtures_lib import discover_cases
+
+    return [c for c in discover_cases("DL010") if not c.trap and not c.extra.get("report_only")]
+
+
+@pytest.mark.parametrize("dev", ["device", "dev"])
+@pytest.mark.parametrize("case", _fixable_cases(), ids=lambda c: c.name)
+def test_message_promises_match_the_fix(case, dev):
+    before = case.before_path.read_text()
+    (d,) = lint(before, filename=str(case.before_path), device_name=dev, unsafe_fixes=case.unsafe)
+    promised = _promised(d.message, dev)
+    after = fix(before, filename=str(case.before_path), device_name=dev, unsafe_fixes=case.unsafe)
+
+    def grew(s: str) -> int:
+        return after.count(s) - before.count(s)
+
+    assert grew(f"device={dev})") + grew(f"device={dev},") == promised["device"]
+    assert grew(f"map_location={dev}") == promised["load"]
+    assert grew(".cpu().numpy()") == promised["cpu"]
+    assert grew(f"from_numpy") == 0 and sum(
+        1 for line in after.splitlines() if "from_numpy(" in line and f".to({dev})" in line) == promised["to"]
+    assert _batch_moves(before, after, dev) == promised["batch"]
+    for name in promised["models"]:
+        assert any(ln.lstrip().startswith(f"{name} = ") and ln.rstrip().endswith(f".to({dev})")
+                   for ln in after.splitlines()), name
+    assert f"{dev} = torch.device(" in after or f"{dev} = T.device(" in after
+
+
+def test_configured_device_name_reaches_the_message_and_the_fix(tmp_path, monkeypatch):
+    """`device-name` in `[tool.devlint]`, through the real CLI."""
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[tool.devlint]\ndevice-name = "accel"\n')
+    (tmp_path / "train.py").write_text(SCRIPT.replace("model = nn.Linear(3, 1)",
+                                                      "model = nn.Linear(3, 1)\nw = torch.ones(1)"))
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["check", "--select", "DL010", "--no-cache", "train.py"])
+    assert "`model.to(accel)`" in res.output and "moving the batch in 1 loop" in res.output
+    res = CliRunner().invoke(main, ["check", "--select", "DL010", "--no-cache", "--fix", "train.py"])
+    fixed = (tmp_path / "train.py").read_text()
+    assert 'accel = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in fixed
+    assert "    x, y = x.to(accel), y.to(accel)\n" in fixed
+
+
+# ---- only scripts that train or evaluate (issue item 4) ----------------------------------------
+
+MODEL_LIB = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+"""
+
+
+@pytest.mark.parametrize("smoke", [
+    # the model-zoo layout: a `test()` helper nobody calls on import
+    "def test():\n    net = Net()\n    y = net(torch.randn(2, 4))\n    print(y.size())\n",
+    # a __main__ block that checks a few input shapes
+    "if __name__ == '__main__':\n    net = Net()\n    for shape in [(1, 4), (3, 4)]:\n"
+    "        print(net(torch.randn(*shape)).shape)\n",
+    # a __main__ block calling a main() that only runs the model once
+    "def main():\n    net = Net()\n    print(net(torch.randn(2, 4)).shape)\n\n\nif __name__ == '__main__':\n    main()\n",
+])
+def test_model_library_with_a_smoke_test_is_silent(smoke):
+    assert lint(MODEL_LIB + smoke, filename="models/net.py") == []
+
+
+@pytest.mark.parametrize("script", [
+    # evaluation over a loader
+    "if __name__ == '__main__':\n    from torch.utils.data import DataLoader, TensorDataset\n    net = Net()\n"
+    "    for (x,) in DataLoader(TensorDataset(torch.randn(4, 4)), batch_size=2):\n        print(net(x).shape)\n",
+    # a training step in a function the __main__ block calls
+    "def main():\n    net = Net()\n    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "    net(torch.randn(2, 4)).sum().backward()\n    opt.step()\n\n\nif __name__ == '__main__':\n    main()\n",
+    # the smoke test run on import: a script
+    "net = Net()\nprint(net(torch.randn(2, 4)).shape)\n",
+])
+def test_model_library_that_trains_or_evaluates_is_reported(script):
+    assert [d.code for d in lint(MODEL_LIB + script, filename="models/net.py")] == ["DL010"]
+
+
+def test_the_leftover_is_named_as_the_model_meets_it():
+    """The old MNIST tutorial: test images taken from a torchvision dataset's attribute."""
+    src = """\
+    import torch
+    import torchvision
+    from torch import nn
+    from torch.utils.data import DataLoader
+
+    train_data = torchvision.datasets.MNIST(root="./mnist", train=True)
+    test_data = torchvision.datasets.MNIST(root="./mnist", train=False)
+    test_x = torch.unsqueeze(test_data.data, dim=1).float()[:2000] / 255.0
+    cnn = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+    opt = torch.optim.Adam(cnn.parameters())
+    for x, y in DataLoader(train_data, batch_size=50):
+        nn.functional.cross_entropy(cnn(x), y).backward()
+        opt.step()
+    print(cnn(test_x).argmax(1)[:10])
+    """
+    (d,) = lint(src)
+    assert d.fix is None
+    assert "`test_x` would stay on the host (made by `torchvision.datasets.MNIST`)" in d.message
+
+
+@pytest.mark.parametrize("make_x, why", [
+    # `.type(torch.FloatTensor)` converts to a CPU tensor type: on a GPU it moves `x` back
+    ("x = torch.cat((torch.zeros(4, 2), torch.ones(4, 2))).type(torch.FloatTensor)",
+     "`x` would stay on the host (converted to a CPU tensor type)"),
+    # the legacy constructor makes a CPU tensor and takes no `device=`
+    ("x = torch.FloatTensor([[0.0, 1.0]] * 8)", "`x` would stay on the host (a CPU tensor type `torch.FloatTensor`)"),
+])
+def test_cpu_tensor_types_offer_no_fix(make_x, why):
+    src = textwrap.dedent("""\
+    import torch
+    from torch import nn
+
+    net = nn.Linear(2, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    {make_x}
+    for t in range(3):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+    """).format(make_x=make_x)
+    (d,) = lint(src)
+    assert d.fix is None and why in d.message
+
+
+def test_models_trained_in_a_loop_over_a_list_of_them():
+    """The optimizer-comparison tutorial: `for net, opt in zip(nets, optimizers): net(b_x)`."""
+    src = """\
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    loader = DataLoader(TensorDataset(torch.randn(8, 1), torch.randn(8, 1)), batch_size=4)
+    net_a, net_b = nn.Linear(1, 1), nn.Linear(1, 1)
+    net_sgd = nn.Linear(1, 1)
+    net_adam = nn.Linear(1, 1)
+    nets = [net_sgd, net_adam]
+    opts = [torch.optim.SGD(net_sgd.parameters(), lr=0.1), torch.optim.Adam(net_adam.parameters())]
+    loss_func = nn.MSELoss()
+    history = [[], []]
+    for b_x, b_y in loader:
+        for net, opt, hist in zip(nets, opts, history):
+            loss = loss_func(net(b_x), b_y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            hist.append(loss.data.numpy())
+    print([round(float(h[-1]), 4) for h in history])
+    """
+    (d,) = lint(src)
+    assert d.fix.applicability is Applicability.SAFE
+    fixed = fix(src)
+    assert "net_sgd = nn.Linear(1, 1).to(device)" in fixed and "net_adam = nn.Linear(1, 1).to(device)" in fixed
+    assert "    b_x, b_y = b_x.to(device), b_y.to(device)\n" in fixed
+    assert "hist.append(loss.data.cpu().numpy())" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_a_tensor_returned_by_a_function_of_the_file_is_placed_where_it_is_made():
+    src = """\
+    import numpy as np
+    import torch
+    from torch import nn
+
+
+    def real_samples(n):
+        return torch.from_numpy(np.linspace(-1, 1, n * 3).reshape(n, 3)).float()
+
+
+    torch.manual_seed(0)
+    D = nn.Sequential(nn.Linear(3, 1), nn.Sigmoid())
+    opt = torch.optim.Adam(D.parameters())
+    for step in range(2):
+        loss = -torch.log(D(real_samples(4))).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(round(loss.item(), 4))
+    """
+    fixed = fix(src)
+    assert "return torch.from_numpy(np.linspace(-1, 1, n * 3).reshape(n, 3)).to(device).float()" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))

@@ -10,15 +10,26 @@ Computed once per module (no torch import, purely syntactic):
   A path also saved from a possibly-placed value is not a host save.
 * ``host_use(load_call, parents)``: the loaded value is used on the host right away
   (``torch.load(p).numpy()``, ``.tolist()``) or fed to ``load_state_dict(..., assign=True)``.
+* ``HostSaves.buffer_host``: the file pickles into in-memory buffers (``torch.save(v, io.BytesIO())``)
+  only values it moved to the host itself (``apply_to_collection(m, Tensor, lambda t: t.cpu())``);
+  a load of in-memory bytes (``torch.load(io.BytesIO(data))``) in that file reads them back.
+* ``package_data_path(expr, module)``: a path built from ``__file__`` (a file shipped inside the
+  package, loaded by every user, CPU-only CI included: it holds host tensors).
+* ``FileEvidence``: whole-file facts for loads: the file runs on XLA (``torch_xla``: checkpoints
+  are written from host copies, ``xm.save``), a dataset module whose saves never place a value,
+  a test file that writes checkpoints itself (``torch.save`` or a ``save_*`` helper), and the
+  receivers that hold a ``GradScaler`` (its ``state_dict()`` holds Python numbers only).
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional, Set
 
 import libcst as cst
 
 from devlint.facts import call_arg, dotted
 
+BUFFER_KEY = "buffer:"  # the in-memory buffers a file pickles into and reads back
 SAVERS = {"save"}  # torch.save / torch.jit.save / torch.serialization.save (attribute name)
 PLACERS = {"cuda", "to", "to_device", "to_empty"}
 HOST_USES = {"numpy", "tolist", "item"}
@@ -33,7 +44,13 @@ def _string(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def _is_bytes_io(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (dotted(expr.func) or "").rsplit(".", 1)[-1] == "BytesIO"
+
+
 def path_key(expr: cst.BaseExpression) -> Optional[str]:
+    if _is_bytes_io(expr) and expr.args:
+        return BUFFER_KEY  # `torch.load(io.BytesIO(data))`: in-memory bytes
     s = _string(expr)
     if s is not None:
         return "str:" + s
@@ -64,6 +81,8 @@ def _host_call(expr: cst.Call) -> bool:
     f = expr.func
     if isinstance(f, cst.Attribute) and f.attr.value == "cpu" and not expr.args:
         return True
+    if _maps_to_host(expr):
+        return True
     if any(a.keyword is not None and a.keyword.value == "device" for a in expr.args):
         return False
     d = dotted(f) or ""
@@ -71,6 +90,12 @@ def _host_call(expr: cst.Call) -> bool:
     if d.startswith("torch.") and last in _FACTORIES:
         return True
     return bool(last) and last[:1].isupper() and not _contains_placer(expr)
+
+
+def _maps_to_host(expr: cst.Call) -> bool:
+    """``apply_to_collection(m, Tensor, lambda t: t.cpu())`` / ``tree_map(lambda t: t.cpu(), m)``:
+    every tensor of the collection is replaced by its host copy."""
+    return any(isinstance(a.value, cst.Lambda) and _is_cpu_call(a.value.body) for a in expr.args)
 
 
 def _host_value(expr: cst.BaseExpression, placed: Set[str], binds: Optional[Dict[str, list]] = None) -> bool:
@@ -102,12 +127,44 @@ def is_dataset_class(cls: Optional[cst.ClassDef]) -> bool:
     return False
 
 
+_SAVE_HELPER = re.compile(r"(^|_)save(_|$)|^save")
+
+
 class _Scan(cst.CSTVisitor):
     def __init__(self) -> None:
         self.placed: Set[str] = set()
         self.saves: Dict[str, list] = {}
         self.unknown_saves: list = []  # saves to a computed path
-        self.binds: Dict[str, list] = {}  # name -> every value assigned to it (None: unknown)
+        self.binds: Dict[tuple, list] = {}  # (scope, name) -> every value assigned to it (None: unknown)
+        self.buffers: Set[str] = set()  # names bound to `io.BytesIO()`
+        self.save_helpers = False  # a call of a `save_*` helper (`save_fsdp_model(...)`, `m.save_pretrained(...)`)
+        self.functions: list = []  # enclosing FunctionDefs
+        self.saving_functions: list = []  # the function (or None: module level) of every torch.save
+        self.xla = False  # the file imports torch_xla
+        self.scaler_receivers: Set[str] = set()  # dotted targets assigned a GradScaler
+
+    def _scope(self):
+        return id(self.functions[-1]) if self.functions else None
+
+    def scoped_binds(self, scope) -> Dict[str, list]:
+        """The names visible in ``scope``: its own bindings over the module's."""
+        out = {n: v for (sc, n), v in self.binds.items() if sc is None}
+        out.update({n: v for (sc, n), v in self.binds.items() if sc == scope and scope is not None})
+        return out
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        if any((dotted(a.name) or "").split(".")[0] == "torch_xla" for a in node.names):
+            self.xla = True
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None and (dotted(node.module) or "").split(".")[0] == "torch_xla":
+            self.xla = True
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
@@ -115,23 +172,36 @@ class _Scan(cst.CSTVisitor):
             d = dotted(f.value)
             if d is not None:
                 self.placed.add(d.split(".")[0])
+        last = (dotted(f) or "").rsplit(".", 1)[-1]
+        if last and not _is_torch_save(node) and _SAVE_HELPER.search(last):
+            self.save_helpers = True
         if _is_torch_save(node):
+            self.saving_functions.append(self.functions[0] if self.functions else None)
             obj = call_arg(node, 0, "obj")
             tgt = call_arg(node, 1, "f")
-            if obj is not None and tgt is not None:
+            if obj is not None and tgt is not None and isinstance(tgt.value, cst.Name) \
+                    and tgt.value.value in self.buffers:
+                self.saves.setdefault(BUFFER_KEY, []).append((obj.value, self._scope()))
+            elif obj is not None and tgt is not None:
                 key = path_key(tgt.value)
                 if key is not None:
-                    self.saves.setdefault(key, []).append(obj.value)
+                    self.saves.setdefault(key, []).append((obj.value, self._scope()))
                 else:
                     self.unknown_saves.append(obj.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call):
+            callee = (dotted(node.value.func) or "").rsplit(".", 1)[-1]
+            if callee == "BytesIO" and not node.value.args:
+                self.buffers |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+            if "GradScaler" in callee or "grad_scaler" in callee:
+                self.scaler_receivers |= {d for t in node.targets if (d := dotted(t.target)) is not None}
         for t in node.targets:
             if isinstance(t.target, cst.Name):
-                self.binds.setdefault(t.target.value, []).append(node.value)
+                self.binds.setdefault((self._scope(), t.target.value), []).append(node.value)
             else:  # tuple unpacking etc.: the name's value is not known
                 for n in _plain_names(t.target):
-                    self.binds.setdefault(n, []).append(None)
+                    self.binds.setdefault((self._scope(), n), []).append(None)
         # ``net = Net().cuda()`` / ``x = batch.to(device)``: the targets are placed values
         placed = _contains_placer(node.value)
         if placed:
@@ -179,15 +249,61 @@ class HostSaves:
         # explicitly (`torch.save(x.cpu(), p)`), the author's own statement that it is a host cache
         self.keys: Set[str] = {
             k for k, objs in scan.saves.items()
-            if objs and all(_host_value(o, scan.placed, scan.binds) for o in objs)
-            and (k.startswith("str:") or all(_is_cpu_call(o) for o in objs))
+            if objs and all(_host_value(o, scan.placed, scan.scoped_binds(sc)) for o, sc in objs)
+            and (k.startswith("str:") or k == BUFFER_KEY or all(_is_cpu_call(o) for o, _ in objs))
         }
 
         self.saves_any = bool(scan.saves) or bool(scan.unknown_saves)
+        # a test that writes checkpoints itself (torch.save or a `save_*` helper) reads back what it wrote
+        self.writes_any = self.saves_any or scan.save_helpers
+        self.xla = scan.xla
+        self.scaler_receivers = scan.scaler_receivers
+        # every torch.save of the file sits in a function that never places a value
+        self.saves_unplaced = bool(scan.saving_functions) and all(
+            fn is not None and not _contains_placer(fn) for fn in scan.saving_functions)
 
     def holds_host(self, path: cst.BaseExpression) -> bool:
         key = path_key(path)
         return key is not None and key in self.keys
+
+
+def package_data_path(expr: cst.BaseExpression, module: cst.Module) -> bool:
+    """``expr`` names a file shipped inside the package: built from ``__file__``, directly or
+    through a module-level constant (``_PATH = Path(__file__).parent / "weights.pt"``),
+    possibly wrapped in ``str(...)`` / ``os.fspath(...)``."""
+    while isinstance(expr, cst.Call) and len(expr.args) == 1 and (dotted(expr.func) or "") in (
+            "str", "os.fspath", "Path", "pathlib.Path"):
+        expr = expr.args[0].value
+    if _mentions_file(expr):
+        return True
+    if isinstance(expr, cst.Name):
+        for s in module.body:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if isinstance(small, cst.Assign) and any(
+                            isinstance(t.target, cst.Name) and t.target.value == expr.value for t in small.targets):
+                        return _mentions_file(small.value)
+    return False
+
+
+class _FileName(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "__file__":
+            self.found = True
+
+
+def _mentions_file(expr: cst.BaseExpression) -> bool:
+    v = _FileName()
+    expr.visit(v)
+    return v.found
+
+
+def is_dataset_module(module: cst.Module) -> bool:
+    """The module defines a dataset class at top level (what its own functions cache is host data)."""
+    return any(isinstance(s, cst.ClassDef) and is_dataset_class(s) for s in module.body)
 
 
 def host_used_load(node: cst.CSTNode) -> Optional[cst.Call]:
@@ -234,3 +350,29 @@ def is_library_module(module: cst.Module) -> bool:
 def is_test_file(filename: str) -> bool:
     name = filename.replace("\\", "/").rsplit("/", 1)[-1]
     return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def only_into_scaler(load: cst.Call, root: cst.CSTNode, receivers: Set[str]) -> bool:
+    """The loaded object only goes into ``<scaler>.load_state_dict(...)`` where ``<scaler>`` is
+    assigned a ``GradScaler`` in this file: a scaler's ``state_dict()`` holds Python numbers
+    (``get_scale()``, ``_get_growth_tracker()``), no tensor a ``map_location`` could map."""
+    if not receivers or root is None:
+        return False
+    from devlint.analysis.usage import usage_of
+
+    use = usage_of(root)
+
+    def into_scaler(node: cst.CSTNode) -> bool:
+        arg = use.parent.get(node)
+        call = use.parent.get(arg)
+        return (isinstance(arg, cst.Arg) and arg.keyword is None and isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"
+                and dotted(call.func.value) in receivers)
+
+    if into_scaler(load):
+        return True
+    bound = use.bound_name(load)
+    if bound is None:
+        return False
+    uses = use.loads.get(bound[0], [])
+    return bool(uses) and all(into_scaler(u) for u in uses)

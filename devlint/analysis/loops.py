@@ -11,10 +11,26 @@ A rule mixes it in (``class R(LoopFrames, Rule)``), calls ``init_frames()`` in
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import libcst as cst
+
+_TEST_WORD = re.compile(r"(^|_)test(_|$)|^_*test|Test")
+
+
+def in_test_code(functions: list, classes: list, filename: str) -> bool:
+    """Code of a test: a test file, or an enclosing function / class named as a test
+    (``test_x``, ``_run_x_test``, ``TestX``, ``_DistTestBase``). An explicit
+    ``torch.cuda.synchronize()`` there is a correctness barrier (an asynchronous error or
+    hang surfaces at the step that caused it), never a leftover."""
+    from devlint.analysis.checkpoints import is_test_file
+
+    if is_test_file(filename):
+        return True
+    return any(_TEST_WORD.search(n.name.value) for n in (*functions, *classes))
+
 
 NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
 

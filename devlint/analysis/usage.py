@@ -45,7 +45,8 @@ _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "nor
                          "exp", "abs", "sqrt", "floor", "ceil", "clamp"})
 _HOST_BUILTINS = frozenset({"int", "float", "len", "range", "bool", "str", "list", "tuple", "enumerate",
                             "zip", "round", "print"})
-_DEVICE_WORDS = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|distributed")
+# `torch.distributed`, not the licence header's "distributed under the License"
+_DEVICE_WORDS = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
 
 
 def factory_of_chain(node: cst.BaseExpression) -> cst.BaseExpression:

@@ -1,0 +1,401 @@
+"""Host-built tensors that end up placed (DL006): follow a device-less factory through the
+names it is bound to, rebound as (``k = torch.outer(k, k)``, ``k /= k.sum()``), derived into
+(``d = torch.exp(torch.arange(n) * c)``) and filled into (``pe[0::4] = torch.sin(x * d)``),
+to where it leaves the host-only computation.
+
+The value is *placed* when every way out is a move (``k.to(x.device)``, ``.cuda()``), a
+``self.register_buffer(...)`` (the module's ``.to()`` moves it), or a ``return`` whose every
+caller in the class places the result at once or registers it; metadata reads (``k.shape``)
+and Python indexing/conditions are no way out. Every step in between must combine the value
+only with other host values: numbers, scalar parameters (annotated ``int``/``float``/... or
+with a numeric default), scalar attributes (``self.d_model`` assigned from such a parameter),
+and names bound only to such expressions in the function. A device tensor anywhere on the
+way (a ``Tensor`` parameter, an unannotated parameter, ``self.weight``) makes the answer
+"not placed": that mix is the bug DL006 reports.
+
+Such a factory is no DL006 bug: it never meets a device tensor on the host. (A per-call host
+build that is moved is a host-allocation cost; ``torch.tensor(<Python data>)`` has to cross
+to the device anyway.)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional, Set
+
+import libcst as cst
+
+from devlint.analysis.usage import MOVES, usage_of
+from devlint.facts import DEVICE_LESS_FACTORIES, dotted
+
+_SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "tuple", "list", "Tuple", "List", "Sequence",
+                           "Optional", "Union", "dtype", "Iterable", "complex"})
+_METADATA = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "size", "dim", "numel"})
+_PY_SCALAR_CALLS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "bool", "range", "sum"})
+
+
+def _annotation_scalar(ann: Optional[cst.Annotation]) -> bool:
+    if ann is None:
+        return False
+    names = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            names.add(n.attr.value)
+            return False
+
+    ann.annotation.visit(V())
+    return bool(names) and names <= (_SCALAR_TYPES | {"None", "torch", "typing"})
+
+
+def _number(e: cst.BaseExpression) -> bool:
+    if isinstance(e, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(e, cst.UnaryOperation):
+        return _number(e.expression)
+    if isinstance(e, cst.Name):
+        return e.value in ("True", "False")
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return all(_number(x.value) for x in e.elements)
+    return False
+
+
+def scalar_params(fn: cst.FunctionDef) -> Set[str]:
+    """Parameters that hold Python values: a scalar annotation or a numeric default."""
+    p = fn.params
+    out = set()
+    for prm in (*p.posonly_params, *p.params, *p.kwonly_params):
+        if _annotation_scalar(prm.annotation) or (prm.annotation is None and prm.default is not None
+                                                   and _number(prm.default)):
+            out.add(prm.name.value)
+    return out
+
+
+def scalar_attributes(cls: Optional[cst.ClassDef]) -> Set[str]:
+    """``self.<attr>`` assigned in the class only numbers or scalar parameters of the method."""
+    if cls is None:
+        return set()
+    values: Dict[str, list] = {}
+    for stmt in cls.body.body:
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        params = scalar_params(stmt)
+        stack = [stmt.body]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                tgts = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                for t in tgts:
+                    d = dotted(t)
+                    if d is not None and d.startswith("self.") and d.count(".") == 1:
+                        ok = n.value is not None and (_number(n.value) or (
+                            isinstance(n.value, cst.Name) and n.value.value in params))
+                        values.setdefault(d, []).append(ok)
+            stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
+    return {d for d, oks in values.items() if all(oks)}
+
+
+class _Flow:
+    def __init__(self, fn: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> None:
+        self.fn = fn
+        self.use = usage_of(fn)
+        self.scalars = scalar_params(fn)
+        self.attrs = scalar_attributes(cls)
+        self.host = self._host_names()
+
+    # ---- which names hold host values -------------------------------------------------
+    def _bindings(self) -> Dict[str, list]:
+        out: Dict[str, list] = {}
+        for n in self.use.parent:
+            if isinstance(n, cst.Assign):
+                for t in n.targets:
+                    if isinstance(t.target, cst.Name):
+                        out.setdefault(t.target.value, []).append(n.value)
+                    else:
+                        for x in _names_in_target(t.target):
+                            out.setdefault(x, []).append(None)
+            elif isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
+                out.setdefault(n.target.value, []).append(
+                    cst.BinaryOperation(n.target, cst.Add(), n.value))  # same operands
+            elif isinstance(n, cst.AnnAssign) and isinstance(n.target, cst.Name):
+                out.setdefault(n.target.value, []).append(n.value)
+            elif isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)):
+                tgt = n.asname.name if isinstance(n, cst.WithItem) and n.asname else getattr(n, "target", None)
+                for x in _names_in_target(tgt) if tgt is not None else ():
+                    out.setdefault(x, []).append(None)
+        return out
+
+    def _host_names(self) -> Set[str]:
+        binds = self._bindings()
+        host = {n for n, vs in binds.items() if all(v is not None for v in vs)}
+        changed = True
+        while changed:
+            changed = False
+            for n in list(host):
+                if not all(self.host_expr(v, host) for v in binds[n]):
+                    host.discard(n)
+                    changed = True
+        return host
+
+    def host_expr(self, e: cst.BaseExpression, host: Optional[Set[str]] = None) -> bool:
+        host = self.host if host is None else host
+        h = lambda x: self.host_expr(x, host)  # noqa: E731
+        if isinstance(e, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+            return True
+        if isinstance(e, cst.Name):
+            return e.value in host or e.value in self.scalars or e.value in ("True", "False", "None")
+        if isinstance(e, cst.Attribute):
+            d = dotted(e)
+            if d is not None and (d.startswith(("math.", "torch.")) and d.count(".") == 1):
+                return True  # `math.pi`, `torch.float32`
+            if d is not None and d in self.attrs:
+                return True
+            return e.attr.value in _METADATA  # `x.shape`, `x.dtype`: Python values, whatever `x` is
+        if isinstance(e, cst.Subscript):
+            if isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape":
+                return True  # `x.shape[0]`: a Python int
+            return h(e.value) and all(_slice_host(s, h) for s in e.slice)
+        if isinstance(e, cst.BinaryOperation):
+            return h(e.left) and h(e.right)
+        if isinstance(e, cst.UnaryOperation):
+            return h(e.expression)
+        if isinstance(e, cst.Comparison):
+            return h(e.left) and all(h(c.comparator) for c in e.comparisons)
+        if isinstance(e, cst.BooleanOperation):
+            return h(e.left) and h(e.right)
+        if isinstance(e, (cst.Tuple, cst.List)):
+            return all(h(x.value) for x in e.elements if isinstance(x, cst.Element))
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+            return h(e.elt)
+        if isinstance(e, cst.Call):
+            return self._host_call(e, h)
+        return False
+
+    def _host_call(self, e: cst.Call, h: Callable) -> bool:
+        f = e.func
+        args_host = all(h(a.value) for a in e.args if not a.star)
+        if any(a.star for a in e.args):
+            return False
+        if isinstance(f, cst.Name):
+            return f.value in _PY_SCALAR_CALLS and args_host
+        d = dotted(f)
+        if d is not None and d.startswith("torch.") and d.count(".") == 1:
+            name = d[len("torch."):]
+            if any(a.keyword is not None and a.keyword.value in ("device", "out") for a in e.args):
+                return False
+            if name in DEVICE_LESS_FACTORIES:
+                return True  # without `device=`: a host tensor (sizes, Python data)
+            return args_host  # `torch.outer(k, k)`, `torch.exp(...)`, `torch.finfo(dtype).min` below
+        if isinstance(f, cst.Attribute):
+            if f.attr.value in ("size", "dim", "numel") and args_host:
+                return True  # a Python int, whatever the receiver
+            if f.attr.value in MOVES or f.attr.value in ("cpu", "pin_memory"):
+                return False
+            if d is not None and d.startswith("math."):
+                return args_host
+            return h(f.value) and args_host
+        return False
+
+    # ---- where a value goes -------------------------------------------------------------
+    def _top(self, node: cst.CSTNode) -> cst.CSTNode:
+        """Walk up while the enclosing expression is still a host value built from ``node``."""
+        up = self.use.parent.get
+        while True:
+            p = up(node)
+            if isinstance(p, (cst.Arg, cst.Element, cst.ComparisonTarget, cst.Index, cst.SubscriptElement,
+                              cst.Slice)):
+                outer = up(p)
+                if isinstance(p, (cst.Index, cst.Slice)):
+                    outer = up(up(p))  # Index -> SubscriptElement -> Subscript
+                if isinstance(outer, cst.BaseExpression) and self.host_expr(outer):
+                    node = outer
+                    continue
+                return node
+            if isinstance(p, cst.Attribute) and p.value is node:
+                if p.attr.value in _METADATA:
+                    return p  # `k.shape`: a Python value from here on
+                call = up(p)
+                if isinstance(call, cst.Call) and call.func is p and self.host_expr(call):
+                    node = call
+                    continue
+                return node
+            if isinstance(p, cst.BaseExpression) and self.host_expr(p):
+                node = p
+                continue
+            return node
+
+    def _way_out(self, node: cst.CSTNode, names: list, follow_return) -> Optional[bool]:
+        """True: placed here; None: no way out (stays host-only or feeds a tracked name);
+        False: it meets something else."""
+        top = self._top(node)
+        up = self.use.parent.get
+        if isinstance(top, cst.Attribute) and top.attr.value in _METADATA:
+            return None
+        p = up(top)
+        if isinstance(p, cst.Attribute) and p.value is top:
+            call = up(p)
+            if p.attr.value in MOVES and isinstance(call, cst.Call) and call.func is p:
+                return True
+            return False
+        if isinstance(p, cst.Assign) and p.value is top:
+            for t in p.targets:
+                tgt = t.target
+                if isinstance(tgt, cst.Subscript):
+                    tgt = tgt.value  # `pe[0::4] = ...`: fills the table `pe`
+                if not (isinstance(tgt, cst.Name) and tgt.value in self.host):
+                    return False
+                names.append(tgt.value)
+            return None
+        if isinstance(p, cst.AugAssign) and p.value is top:
+            if isinstance(p.target, cst.Name) and p.target.value in self.host:
+                names.append(p.target.value)
+                return None
+            return False
+        if isinstance(p, cst.AssignTarget) or (isinstance(p, cst.Subscript) and p.value is top
+                                              and isinstance(up(p), cst.AssignTarget)):
+            return None  # `k[i] = v`: written into, not read out
+        if isinstance(p, cst.Expr):
+            return None  # `k.fill_(v)` / `k.triu_(1)` with host arguments: filled in place on the host
+        if isinstance(p, cst.Arg) and _register_buffer(up(p)):
+            return True
+        if isinstance(p, cst.Element) and isinstance(up(p), cst.Tuple) and isinstance(up(up(p)), cst.Return) \
+                and self.data:
+            p = up(up(p))  # `return i, j, v`: one element of the returned tuple
+        if isinstance(p, cst.Return):
+            if self.data:
+                return True  # Python data leaves the method: it crosses to a device only by a copy anyway
+            return bool(follow_return is not None and follow_return())
+        why = self.use.host_position(top)
+        if why is not None:
+            return None
+        if isinstance(p, (cst.If, cst.While)) and p.test is top:
+            return None
+        return False
+
+    def ends_placed(self, call: cst.Call, follow_return) -> bool:
+        self.data = _data_factory(call)
+        placed = False
+        names: list = []
+        r = self._way_out(self.use.chain_top(call), names, follow_return)
+        if r is False:
+            return False
+        placed |= bool(r)
+        seen: Set[str] = set()
+        while names:
+            n = names.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            for u in self.use.loads.get(n, []):
+                r = self._way_out(u, names, follow_return)
+                if r is False:
+                    return False
+                placed |= bool(r)
+        return placed
+
+
+def _data_factory(call: cst.Call) -> bool:
+    """``torch.tensor(value)`` / ``torch.as_tensor(data)`` of Python data (not a literal number)."""
+    d = dotted(call.func) or ""
+    return d.rsplit(".", 1)[-1] in ("tensor", "as_tensor") and bool(call.args) \
+        and not isinstance(call.args[0].value, (cst.Integer, cst.Float))
+
+
+def declares_host(fn: cst.FunctionDef) -> bool:
+    """The function binds the CPU device to a name (``host = torch.device("cpu")``) and moves
+    values to it: it computes on the host on purpose, its device-less factories are host values."""
+    use = usage_of(fn)
+    names = set()
+    for n in use.parent:
+        if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and dotted(n.value.func) == "torch.device" \
+                and n.value.args and isinstance(n.value.args[0].value, cst.SimpleString) \
+                and n.value.args[0].value.evaluated_value == "cpu":
+            names |= {t.target.value for t in n.targets if isinstance(t.target, cst.Name)}
+    if not names:
+        return False
+    for n in use.parent:
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to" \
+                and n.args and isinstance(n.args[0].value, cst.Name) and n.args[0].value.value in names:
+            return True
+    return False
+
+
+def _slice_host(s: cst.SubscriptElement, h: Callable) -> bool:
+    sl = s.slice
+    if isinstance(sl, cst.Index):
+        return isinstance(sl.value, cst.Name) or h(sl.value)  # `t[k]`: a loop counter or a host index
+    if isinstance(sl, cst.Slice):
+        return all(x is None or h(x) for x in (sl.lower, sl.upper, sl.step))
+    return False
+
+
+def _names_in_target(t: cst.BaseExpression) -> list:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _names_in_target(e.value)]
+    if isinstance(t, cst.StarredElement):
+        return _names_in_target(t.value)
+    return []
+
+
+def _register_buffer(call: Optional[cst.CSTNode]) -> bool:
+    return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "register_buffer")
+
+
+def callers_place(method: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
+    """Every call of ``self.<method>(...)`` in the class places the result at once
+    (``self.build(n).to(x.device)``) or registers it as a buffer (``b = self.build(n);
+    self.register_buffer("b", b)``); there is at least one call."""
+    if cls is None:
+        return False
+    found = False
+    for stmt in cls.body.body:
+        if not isinstance(stmt, cst.FunctionDef) or stmt is method:
+            continue
+        use = usage_of(stmt)
+        for n in use.parent:
+            if not (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                    and n.func.attr.value == method.name.value and isinstance(n.func.value, cst.Name)
+                    and n.func.value.value in ("self", "cls")):
+                continue
+            found = True
+            p = use.parent.get(n)
+            if isinstance(p, cst.Attribute) and p.attr.value in MOVES:
+                continue
+            if isinstance(p, cst.Arg) and _register_buffer(use.parent.get(p)):
+                continue
+            bound = use.bound_name(n)
+            if bound is None:
+                return False
+            uses = use.loads.get(bound[0], [])
+            if not uses:
+                return False
+            for u in uses:
+                a = use.parent.get(u)
+                if isinstance(a, cst.Arg) and _register_buffer(use.parent.get(a)):
+                    continue
+                if isinstance(a, cst.Attribute) and a.attr.value in MOVES:
+                    continue
+                return False
+    return found
+
+
+_CACHE: dict = {}
+
+
+def ends_placed(call: cst.Call, method: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
+    """``call`` (a device-less factory in ``method``) only ever meets host values and leaves the
+    host computation moved, registered as a buffer, or returned to callers that place it."""
+    key = (id(method), id(cls))
+    flow = _CACHE.get(key)
+    if flow is None or flow.fn is not method:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        flow = _CACHE[key] = _Flow(method, cls)
+    return flow.ends_placed(call, lambda: callers_place(method, cls))
