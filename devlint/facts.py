@@ -8,8 +8,12 @@ Two parts, both cheap:
   attributes, availability-guard flags, device variables and every bound name.
 * :class:`ContextTracker` runs first in the single rule traversal and keeps the
   live context rules ask about at each node: enclosing functions, classes and
-  loops, whether an availability guard dominates the node, and usage evidence
-  (``loss.backward()`` says tensor, ``model.parameters()`` says Module).
+  loops, and whether an availability guard dominates the node.
+
+What a value is (tensor, Parameter, Module, ...) is :mod:`devlint.analysis.values`:
+the prescan feeds it assignment evidence, then it reads usage evidence
+(``loss.backward()`` says tensor, ``model.parameters()`` says Module) from the whole
+file and freezes, before any rule runs.
 
 LibCST's ``QualifiedNameProvider``/``ScopeProvider`` would answer some of these
 questions more generally, but each costs 2-4x a parse per file; this module
@@ -27,54 +31,15 @@ from libcst._batched_visitor import BatchableCSTVisitor
 
 from devlint.analysis import guards
 from devlint.analysis.guards import ends_with_exit  # noqa: F401 - re-exported
+from devlint.analysis.values import (  # noqa: F401 (re-exported: rules import them from here)
+    CONTAINER, CONVERSIONS, DEVICE, DEVICE_LESS_FACTORIES, DTYPE, FACTORIES, MODULE, MODULE_ONLY_USE,
+    NON_MODULE_NN, PARAM, TENSOR, TENSOR_DATASET, TENSOR_FUNCS, TENSOR_LOADER, TENSOR_METHODS, TENSOR_ONLY_USE, ValueModel,
+    annotation_kind, is_module_base,
+)
 from devlint.syntax import (  # noqa: F401 - re-exported: rules import them from here
     call_arg, dotted, is_cuda_string, root_name, string_value,
 )
 from devlint.walk import children
-
-TENSOR = "tensor"
-PARAM = "param"  # an nn.Parameter: a tensor whose attribute cannot take a plain tensor
-MODULE = "module"
-
-# torch functions that return a new tensor (factories first).
-FACTORIES = frozenset(
-    """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
-    rand_like randn_like zeros_like ones_like empty_like full_like randint_like tensor as_tensor
-    from_numpy empty_strided normal bernoulli multinomial poisson""".split()
-)
-DEVICE_LESS_FACTORIES = frozenset(
-    "zeros ones empty full arange range linspace logspace eye rand randn randint randperm tensor "
-    "empty_strided normal".split()
-)
-TENSOR_FUNCS = FACTORIES | frozenset(
-    """cat concat stack hstack vstack matmul mm bmm einsum where clamp clip exp log sqrt abs
-    sigmoid tanh relu softmax log_softmax sum mean max min argmax argmin sort topk cumsum
-    flatten reshape squeeze unsqueeze transpose permute cross_entropy mse_loss nll_loss
-    masked_fill gather index_select tril triu outer dot addmm baddbmm pow mul add sub div""".split()
-)
-# Methods that turn a tensor into another tensor (or, on a Module, return self).
-CONVERSIONS = frozenset(
-    "to cuda cpu half float double bfloat16 type long int bool short byte char".split()
-)
-TENSOR_METHODS = CONVERSIONS | frozenset(
-    """detach clone view reshape permute transpose t contiguous squeeze unsqueeze flatten sum mean
-    abs exp log sqrt sigmoid tanh relu softmax matmul mm expand expand_as repeat narrow select
-    index_select masked_fill pow mul add sub div clamp clip float numpy_ pin_memory requires_grad_
-    new_zeros new_ones new_empty new_full new_tensor""".split()
-)
-# Usage that only makes sense on one kind of value.
-TENSOR_ONLY_USE = frozenset(
-    "backward item numpy tolist size dim ndim requires_grad_ add_ mul_ sub_ div_ copy_ zero_ "
-    "fill_ normal_ uniform_ detach clone view".split()
-)
-MODULE_ONLY_USE = frozenset(
-    "parameters named_parameters buffers named_buffers modules named_modules children "
-    "named_children eval train state_dict load_state_dict apply register_buffer "
-    "register_parameter zero_grad forward add_module register_forward_hook".split()
-)
-NON_MODULE_NN = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "functional", "utils"})
-
-
 
 
 @dataclass
@@ -92,8 +57,7 @@ class FileFacts:
     aliases: dict = field(default_factory=dict)  # local name -> qualified name ("torch.nn")
     module_classes: set = field(default_factory=set)  # class names that subclass nn.Module
     class_nodes: dict = field(default_factory=dict)  # ClassDef -> is nn.Module subclass
-    evidence: dict = field(default_factory=dict)  # (scope, dotted) -> set of kinds
-    usage: dict = field(default_factory=dict)  # (scope, dotted) -> set of kinds (live traversal)
+    tensor_datasets: set = field(default_factory=set)  # classes whose __getitem__ returns tensors
     guard_flags: set = field(default_factory=set)  # dotted names assigned from availability checks
     device_vars: list = field(default_factory=list)
     bound_names: set = field(default_factory=set)
@@ -101,6 +65,21 @@ class FileFacts:
     rebound: dict = field(default_factory=dict)  # scope -> names assigned by statements (not params)
     last_import: Optional[cst.CSTNode] = None  # last statement of the leading import block
     multi_gpu: bool = False  # DataParallel / DDP / NCCL code: device fixes become unsafe
+    values: Optional[ValueModel] = None  # what each value is and where it lives (built by prescan)
+
+    def __post_init__(self) -> None:
+        if self.values is None:
+            self.values = ValueModel(self)
+
+    @property
+    def evidence(self):
+        """(scope, dotted) -> kinds from assignments (read-only once the prescan is done)."""
+        return self.values.evidence
+
+    @property
+    def usage(self):
+        """(scope, dotted) -> kinds from usage, for the whole file (read-only)."""
+        return self.values.usage
 
     # ---- names -------------------------------------------------------------
     def qualname(self, node: cst.CSTNode) -> Optional[str]:
@@ -127,74 +106,16 @@ class FileFacts:
 
     # ---- tensor vs Module ----------------------------------------------------
     def kinds(self, key: str, scope) -> set:
-        """Evidence kinds for a dotted name seen from ``scope`` (function first, then global)."""
-        out = set(self.evidence.get((scope, key), ()))
-        if scope is not None and not out and key.split(".")[0] not in self.assigned_in.get(scope, ()):
-            out = set(self.evidence.get((None, key), ()))
-        return out
+        """Evidence kinds for a dotted name seen from ``scope`` (see :mod:`devlint.analysis.values`)."""
+        return self.values.kinds(key, scope)
 
     def kind_of(self, expr: cst.CSTNode, scope, cls=None) -> Optional[str]:
-        """TENSOR / PARAM / MODULE when the file gives evidence, else None (never guess)."""
-        if isinstance(expr, (cst.Name, cst.Attribute)):
-            d = dotted(expr)
-            if d is None:
-                return None
-            if d.startswith("self.") and cls is not None:
-                ks = set(self.evidence.get((cls, d), ()))
-            else:
-                ks = self.kinds(d, scope)
-            use = self.usage.get((scope, d), set())
-            if not ks and use == {TENSOR}:
-                return TENSOR
-            ks |= use
-            if ks and ks <= {TENSOR, PARAM}:
-                return PARAM if PARAM in ks else TENSOR
-            if ks == {MODULE}:
-                return MODULE
-            return None
-        if isinstance(expr, cst.Call):
-            q = self.qualname(expr.func)
-            if q is not None:
-                last = q.rsplit(".", 1)[-1]
-                if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                    return PARAM
-                if q.startswith("torch.nn.functional."):
-                    return TENSOR
-                if q.startswith("torch.nn.") and last[:1].isupper() and last not in NON_MODULE_NN:
-                    return MODULE
-                if q.startswith("torchvision.models.") and last[:1].islower():
-                    return MODULE
-                if q.count(".") == 1 and q.startswith("torch.") and last in TENSOR_FUNCS:
-                    return TENSOR
-                if q == "torch.compile":
-                    return self.kind_of(expr.args[0].value, scope, cls) if expr.args else None
-                return None
-            if isinstance(expr.func, cst.Name) and expr.func.value in self.module_classes:
-                return MODULE
-            if isinstance(expr.func, cst.Attribute):
-                meth = expr.func.attr.value
-                if meth in TENSOR_METHODS:
-                    k = self.kind_of(expr.func.value, scope, cls)
-                    if k == PARAM:
-                        return TENSOR  # conversions of a Parameter are plain tensors
-                    if k == TENSOR or (k == MODULE and meth in CONVERSIONS):
-                        return k
-            return None
-        if isinstance(expr, cst.BinaryOperation):
-            kl = self.kind_of(expr.left, scope, cls)
-            kr = self.kind_of(expr.right, scope, cls)
-            if TENSOR in (kl, kr) or PARAM in (kl, kr):
-                return TENSOR
-            return None
-        if isinstance(expr, cst.Subscript):
-            k = self.kind_of(expr.value, scope, cls)
-            if k in (TENSOR, PARAM):
-                return TENSOR
-            d = dotted(expr.value)
-            if d is not None and "container" in self.kinds(d, scope):
-                return TENSOR
-            return None
-        return None
+        """TENSOR / PARAM / MODULE / ... when the file gives evidence, else None (never guess).
+        Final before rules run: the answer does not depend on when a rule asks."""
+        return self.values.kind_of(expr, scope, cls)
+
+    def placement_of(self, expr: cst.CSTNode, scope, cls=None) -> tuple:
+        return self.values.placement_of(expr, scope, cls)
 
     # ---- guards (devlint.analysis.guards answers; kept here for existing callers) ----
     def guard_polarity(self, test: cst.BaseExpression) -> int:
@@ -211,41 +132,13 @@ class FileFacts:
 # prescan: statements only
 # ---------------------------------------------------------------------------------
 
-# Datasets whose items are tuples of tensors, and the loaders over them (evidence kinds).
-TENSOR_DATASET = "tensor_dataset"
-TENSOR_LOADER = "tensor_loader"
-_TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
-_DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-
 _MULTI_GPU = re.compile(rb"DataParallel|DistributedDataParallel|init_process_group|nccl|device_ids")
-
-
-def _annotation_kind(facts: FileFacts, ann: Optional[cst.Annotation]) -> Optional[str]:
-    if ann is None:
-        return None
-    node = ann.annotation
-    if isinstance(node, cst.SimpleString):
-        v = string_value(node) or ""
-        last = v.rsplit(".", 1)[-1]
-        return TENSOR if last == "Tensor" else (MODULE if last == "Module" else None)
-    q = facts.qualname(node)
-    if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
-        return TENSOR
-    if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-        return PARAM
-    if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
-        return MODULE
-    return None
 
 
 class _Prescan:
     def __init__(self, facts: FileFacts) -> None:
         self.f = facts
         self.leading = True
-
-    def add(self, scope, key: str, kind: Optional[str]) -> None:
-        if kind is not None:
-            self.f.evidence.setdefault((scope, key), set()).add(kind)
 
     def bind(self, scope, name: str) -> None:
         self.f.bound_names.add(name)
@@ -294,61 +187,14 @@ class _Prescan:
                 a[local] = f"{mod}.{name}"
                 self.bind(scope, local)
 
-    def value_kind(self, value: cst.BaseExpression, scope, cls) -> Optional[str]:
-        if isinstance(value, (cst.List, cst.Tuple)) and value.elements:
-            ks = {self.f.kind_of(e.value, scope, cls) for e in value.elements}
-            return "container" if ks <= {TENSOR, PARAM} else None
-        if isinstance(value, cst.Dict) and value.elements:
-            ks = {self.f.kind_of(e.value, scope, cls) for e in value.elements if isinstance(e, cst.DictElement)}
-            return "container" if ks <= {TENSOR, PARAM} else None
-        if isinstance(value, cst.Call):
-            loader = self.tensor_loader_kind(value, scope)
-            if loader is not None:
-                return loader
-        return self.f.kind_of(value, scope, cls)
-
-    def tensor_loader_kind(self, value: cst.Call, scope) -> Optional[str]:
-        """``TensorDataset(...)`` and a ``DataLoader`` over one: their items are tensors."""
-        q = self.f.qualname(value.func)
-        if q in _TENSOR_DATASETS:
-            return TENSOR_DATASET
-        if q in _DATALOADERS:
-            a = call_arg(value, 0, "dataset")
-            if a is None or call_arg(value, 6, "collate_fn") is not None:
-                return None  # a custom collate_fn may build anything
-            if isinstance(a.value, cst.Call) and self.f.qualname(a.value.func) in _TENSOR_DATASETS:
-                return TENSOR_LOADER
-            d = dotted(a.value)
-            if d is not None and TENSOR_DATASET in self.f.kinds(d, scope):
-                return TENSOR_LOADER
-        return None
-
-    def loop_target(self, target: cst.BaseExpression, it: cst.BaseExpression, scope) -> None:
-        """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)`` over a tensor loader."""
-        if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
-                and "enumerate" not in self.f.bound_names and it.args
-                and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
-            target, it = target.elements[1].value, it.args[0].value
-        if isinstance(it, cst.Call):
-            if self.tensor_loader_kind(it, scope) != TENSOR_LOADER:
-                return
-        elif dotted(it) is None or TENSOR_LOADER not in self.f.kinds(dotted(it), scope):
-            return
-        if isinstance(target, cst.Name):
-            self.add(scope, target.value, "container")
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                if isinstance(el.value, cst.Name):
-                    self.add(scope, el.value.value, TENSOR)
-
-    def assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope, cls, stmt) -> None:
+    def assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope, cls, stmt,
+               annotation: Optional[cst.Annotation] = None) -> None:
         f = self.f
         self.bind_target(scope, target)
+        f.values.record_assign(target, value, scope, cls, annotation)
         d = dotted(target)
         if d is None or value is None:
             return
-        key_scope = cls if (d.startswith("self.") and cls is not None) else scope
-        self.add(key_scope, d, self.value_kind(value, scope, cls))
         if f.is_availability_expr(value) and not isinstance(value, (cst.Name, cst.Attribute)):
             f.guard_flags.add(d)
         if "." not in d and self._is_device_definition(d, value, scope):
@@ -384,8 +230,7 @@ class _Prescan:
         p = fn.params
         for param in (*p.posonly_params, *p.params, *p.kwonly_params):
             self.bind(scope, param.name.value)
-            k = _annotation_kind(self.f, param.annotation)
-            self.add(scope, param.name.value, k)
+            self.f.values.record_param(scope, param)
         for star in (p.star_arg, p.star_kwarg):
             if isinstance(star, cst.Param):
                 self.bind(scope, star.name.value)
@@ -405,11 +250,7 @@ class _Prescan:
             for t in s.targets:
                 self.assign(t.target, s.value, scope, cls, stmt)
         elif isinstance(s, cst.AnnAssign):
-            self.assign(s.target, s.value, scope, cls, stmt)
-            d = dotted(s.target)
-            if d is not None:
-                self.add(cls if d.startswith("self.") and cls is not None else scope, d,
-                         _annotation_kind(self.f, s.annotation))
+            self.assign(s.target, s.value, scope, cls, stmt, s.annotation)
         elif isinstance(s, cst.AugAssign):
             self.bind_target(scope, s.target)
         elif isinstance(s, (cst.Global, cst.Nonlocal)):
@@ -421,7 +262,7 @@ class _Prescan:
             if (isinstance(func, cst.Attribute) and func.attr.value == "register_buffer"
                     and isinstance(func.value, cst.Name) and func.value.value == "self" and cls is not None
                     and call.args and string_value(call.args[0].value)):
-                self.add(cls, f"self.{string_value(call.args[0].value)}", TENSOR)
+                self.f.values.record_buffer(cls, string_value(call.args[0].value))
 
     def statement(self, stmt: cst.BaseStatement, scope, cls) -> None:
         f = self.f
@@ -451,22 +292,17 @@ class _Prescan:
             for base in stmt.bases:
                 q = f.qualname(base.value)
                 bn = dotted(base.value)
-                if q in ("torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Sequential") or (
-                    bn is not None and bn in f.module_classes
-                ) or (q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper()
-                      and q.rsplit(".", 1)[-1] not in NON_MODULE_NN):
+                if is_module_base(q) or (bn is not None and bn in f.module_classes):
                     is_mod = True
             f.class_nodes[stmt] = is_mod
             if is_mod:
                 f.module_classes.add(stmt.name.value)
             self.suite(stmt.body, scope, stmt)
+            if not is_mod and f.values.tensor_dataset_class(stmt):
+                f.tensor_datasets.add(stmt.name.value)
         elif isinstance(stmt, (cst.For,)):
             self.bind_target(scope, stmt.target)
-            it = stmt.iter
-            d = dotted(it)
-            if d is not None and "container" in f.kinds(d, scope) and isinstance(stmt.target, cst.Name):
-                self.add(scope, stmt.target.value, TENSOR)
-            self.loop_target(stmt.target, it, scope)
+            f.values.record_for(stmt.target, stmt.iter, scope)
             self.suite(stmt.body, scope, cls)
             if stmt.orelse:
                 self.suite(stmt.orelse.body, scope, cls)
@@ -506,6 +342,7 @@ def prescan(module: cst.Module, source: bytes) -> FileFacts:
     p = _Prescan(facts)
     for stmt in module.body:
         p.statement(stmt, None, None)
+    facts.values.finish(module)  # usage evidence for the whole file; final from here on
     return facts
 
 
@@ -733,23 +570,12 @@ class ContextTracker(BatchableCSTVisitor):
         want = 1 if isinstance(node.operator, cst.And) else -1
         self._pop_if(node.left, want)
 
-    # ---- usage evidence --------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if ((type(func) is cst.Attribute and func.attr.value == "param") or (type(func) is cst.Name and func.value == "param")) \
                 and guards.param_guards(self.facts, node):
             self._params.add(node)
             self.guard_depth += 1
-        if isinstance(func, cst.Attribute):
-            d = dotted(func.value)
-            if d is not None:
-                meth = func.attr.value
-                if meth in TENSOR_ONLY_USE:
-                    self.facts.usage.setdefault((self.scope, d), set()).add(TENSOR)
-                elif meth in MODULE_ONLY_USE:
-                    self.facts.usage.setdefault((self.scope, d), set()).add(MODULE)
-        elif isinstance(func, cst.Name) and func.value not in self.facts.aliases:
-            self.facts.usage.setdefault((self.scope, func.value), set()).add(MODULE)
 
 
 class _Closer(BatchableCSTVisitor):

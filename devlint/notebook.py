@@ -17,6 +17,7 @@ unchanged rather than reformatted.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -60,6 +61,14 @@ def _source_text(cell: dict) -> str:
     if not isinstance(src, str):
         raise NotebookError("a cell's source is not text")
     return src
+
+
+# a `\\uXXXX` escape (not an escaped backslash followed by `u`): group 1 the backslash pairs before it
+_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
+
+
+def _fold_escapes(text: str) -> str:
+    return _ESCAPE.sub(lambda m: m.group(1) + "\\u" + m.group(2).lower(), text)
 
 
 class Notebook:
@@ -204,21 +213,39 @@ class Notebook:
         return dump(self.data).encode("utf-8")
 
     def _dumper(self):
+        """A serialiser that writes this notebook back byte for byte. ``\\u001B``-style
+        escapes (uppercase hex, which Python's json never writes) are kept when the file
+        uses them throughout; when it mixes cases, the notebook is written with standard
+        JSON escaping (lowercase hex), the only difference from the input."""
         text = self.text
         trailing = text[len(text.rstrip("\r\n")):]
         m = re.match(r"\{\r?\n([ \t]+)", text)
         indents: list = [m.group(1) if m and "\t" in m.group(1) else len(m.group(1))] if m else [None]
+        data = json.loads(text)
+        escapes = {e for _, e in _ESCAPE.findall(text)}
+        upper = bool(escapes) and all(e == e.upper() for e in escapes) and any(e != e.lower() for e in escapes)
+        folded = _fold_escapes(text)
+        standard = None
         for indent in indents:
             for ascii_ in (False, True):
                 for seps in ((",", ": "), (", ", ": ")):
-                    def dump(obj, indent=indent, ascii_=ascii_, seps=seps):
+                    def dump(obj, indent=indent, ascii_=ascii_, seps=seps, upper=False):
                         body = json.dumps(obj, indent=indent, ensure_ascii=ascii_,
                                           separators=seps if indent is not None else None)
+                        if upper:
+                            body = _ESCAPE.sub(lambda m: m.group(1) + "\\u" + m.group(2).upper(), body)
                         if "\r\n" in trailing:
                             body = body.replace("\n", "\r\n")
                         return body + trailing
-                    if dump(json.loads(text)) == text:
+                    out = dump(data)
+                    if out == text:
                         return dump
+                    if upper and dump(data, upper=True) == text:
+                        return functools.partial(dump, upper=True)
+                    if standard is None and _fold_escapes(out) == folded:
+                        standard = dump
+        if standard is not None:
+            return standard  # only the case of some \\u escapes differs: standard JSON escaping
         raise NotebookError("cannot rewrite without changing its JSON formatting; left unchanged")
 
     def cell_diff(self, display: str, changed: dict[int, str]) -> str:

@@ -4,6 +4,7 @@ import libcst as cst
 
 from devlint.facts import CONVERSIONS, PARAM, TENSOR
 from devlint.rule import Invalid, Rule, safe, unsafe
+from devlint.walk import nodes
 
 
 class UnassignedTransfer(Rule):
@@ -58,6 +59,16 @@ class UnassignedTransfer(Rule):
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "loader = DataLoader(TensorDataset(torch.ones(4, 2)), collate_fn=Batch)\n"
         "for x, y in loader:\n    x.to('cpu')\n",
+        # unknown values stay silent: only a `.to()` (a Module or a batch does that too)
+        "def f(x, device):\n    x.to(device)\n    return x\n",
+        # indexed like an array but never shown to be a tensor: a numpy array has no `.to`
+        "def f(arr, device):\n    arr[:, 0] = 0\n    return arr\n",
+        # a dict whose items are called: Modules, moved in place
+        "def f(nets, d):\n    nets['g'] = nets['g'].to(d)\n    nets['d'].to(d)\n    return nets['d'](1)\n",
+        # a Lightning module moves in place
+        "import lightning as L\nclass M(L.LightningModule):\n    pass\nm = M()\nm.to('cpu')\n",
+        # a loop over a list of unknown items
+        "def f(items, d):\n    for t in items:\n        t.to(d)\n",
     ]
     INVALID = [
         Invalid("import torch\nx = torch.randn(3)\nx.to('cpu')\n",
@@ -86,6 +97,37 @@ class UnassignedTransfer(Rule):
             "ds = TensorDataset(torch.ones(4, 2), torch.zeros(4))\n"
             "for i, (x, y) in enumerate(DataLoader(ds, batch_size=2)):\n    y = y.to('cpu')\n",
         ),
+        # usage evidence: `a.size(0)`, and `b` indexed by a tensor (both moved, neither assigned)
+        Invalid(
+            "import torch\nclass Trainer:\n    def fit(self, a, b):\n        a.to(self.device)\n"
+            "        b.to(self.device)\n        n = a.size(0)\n        idx = torch.randperm(n)\n"
+            "        return a[idx], b[idx]\n",
+            "import torch\nclass Trainer:\n    def fit(self, a, b):\n        a = a.to(self.device)\n"
+            "        b = b.to(self.device)\n        n = a.size(0)\n        idx = torch.randperm(n)\n"
+            "        return a[idx], b[idx]\n",
+        ),
+        # a DataLoader over a dataset class of the file whose items are tensors
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Pairs(Dataset):\n"
+            "    def __init__(self):\n        self.x = torch.randn(8, 3)\n        self.y = torch.zeros(8)\n"
+            "    def __getitem__(self, i):\n        return self.x[i], self.y[i]\n"
+            "for xb, _ in DataLoader(Pairs(), batch_size=4):\n    xb.to('cpu')\n",
+            "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Pairs(Dataset):\n"
+            "    def __init__(self):\n        self.x = torch.randn(8, 3)\n        self.y = torch.zeros(8)\n"
+            "    def __getitem__(self, i):\n        return self.x[i], self.y[i]\n"
+            "for xb, _ in DataLoader(Pairs(), batch_size=4):\n    xb = xb.to('cpu')\n",
+        ),
+        # the sibling key is moved and assigned back: the batch holds tensors
+        Invalid(
+            "def step(batch, device):\n    batch['x'].to(device)\n    batch['y'] = batch['y'].to(device)\n",
+            "def step(batch, device):\n    batch['x'] = batch['x'].to(device)\n    batch['y'] = batch['y'].to(device)\n",
+        ),
+        # a loop over a list of tensors (the comprehension next to it does it right); no fix:
+        # `t = t.to(device)` would move a copy nothing reads
+        Invalid(
+            "import torch\nfrom typing import List\ndef move(tensors: List[torch.Tensor], device):\n"
+            "    for t in tensors:\n        t.to(device)\n    return [t.to(device) for t in tensors]\n",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -101,10 +143,10 @@ class UnassignedTransfer(Rule):
         recv = call.func.value
         if self.facts.qualname(recv) is not None:  # `torch.float` & co are not values
             return
-        self.pending.append((node, call, recv, self.t.scope, self.t.cls))
+        self.pending.append((node, call, recv, self.t.scope, self.t.cls, self.t.loop))
 
     def finish(self) -> None:
-        for node, call, recv, scope, cls in self.pending:
+        for node, call, recv, scope, cls, loop in self.pending:
             kind = self.facts.kind_of(recv, scope, cls)
             if kind not in (TENSOR, PARAM):
                 continue
@@ -113,7 +155,9 @@ class UnassignedTransfer(Rule):
             msg = (f"result of `{text}.{meth}(...)` is discarded: tensor conversions return a new "
                    f"tensor, so `{text}` is unchanged")
             fix = None
-            if isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
+            if _dead_loop_target(recv, loop, call):
+                pass  # `for t in ts: t.to(d)`: `t = t.to(d)` would move nothing anyone reads
+            elif isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
                 if kind == PARAM:
                     data = cst.Attribute(recv, cst.Name("data"))
                     new = cst.Assign([cst.AssignTarget(data)],
@@ -123,3 +167,14 @@ class UnassignedTransfer(Rule):
                     new = cst.Assign([cst.AssignTarget(recv)], call)
                     fix = safe(f"assign the result back to `{text}`", {node: new})
             self.report(node, msg, fix)
+
+
+def _dead_loop_target(recv: cst.CSTNode, loop, call: cst.Call) -> bool:
+    """``recv`` is the element of ``for recv in items`` and the loop body reads it nowhere else."""
+    if not isinstance(recv, cst.Name) or not isinstance(loop, cst.For):
+        return False
+    if not isinstance(loop.target, cst.Name) or loop.target.value != recv.value:
+        return False  # (`for x, y in loader: y.to(d)` keeps its fix, as the loader fixtures expect)
+    reads = sum(1 for n in nodes(loop.body, into_scopes=True) if isinstance(n, cst.Name) and n.value == recv.value)
+    own = sum(1 for n in nodes(call) if isinstance(n, cst.Name) and n.value == recv.value)
+    return reads == own

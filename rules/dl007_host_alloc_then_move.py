@@ -6,7 +6,7 @@ import libcst as cst
 from devlint.analysis.checkpoints import is_test_file
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
+from devlint.facts import DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -21,8 +21,10 @@ _DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
 _HARMLESS_TO_KW = {"non_blocking", "copy"}
 
 
-def device_evidence(facts, node: cst.BaseExpression) -> bool:
-    """Whether ``node`` (an argument of ``.to``) is a device, not a dtype or a tensor."""
+def device_evidence(facts, node: cst.BaseExpression, scope=None, cls=None) -> bool:
+    """Whether ``node`` (an argument of ``.to``) is a device, not a dtype or a tensor: a device
+    literal or call, ``<expr>.device``, or a name the value model knows holds a device
+    (``dev = next(m.parameters()).device``)."""
     s = string_value(node)
     if s is not None:
         return _DEVICE_STRING.fullmatch(s) is not None
@@ -36,7 +38,9 @@ def device_evidence(facts, node: cst.BaseExpression) -> bool:
     if facts.qualname(node) is not None:  # torch.float32 & co
         return False
     last = d.rsplit(".", 1)[-1]
-    return "device" in last.lower() or last in ("dev",) or d in {dv.name for dv in facts.device_vars}
+    if "device" in last.lower() or last in ("dev",) or d in {dv.name for dv in facts.device_vars}:
+        return True
+    return facts.kind_of(node, scope, cls) == DEVICE
 
 
 def _size_args(factory: str) -> int:
@@ -165,6 +169,11 @@ class HostAllocThenMove(Rule):
         ),
         Invalid("import torch\nx = torch.ones(4).cuda(1)\n"),
         Invalid("import torch\ndef f(device):\n    return torch.ones(4).to(device, torch.float16)\n"),
+        # a name holding the device of a model's parameters
+        Invalid(
+            "import torch\ndef f(m, n):\n    d = next(m.parameters()).device\n    return torch.zeros(n).to(d)\n",
+            "import torch\ndef f(m, n):\n    d = next(m.parameters()).device\n    return torch.zeros(n, device=d)\n",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -200,7 +209,7 @@ class HostAllocThenMove(Rule):
         pos = [a for a in node.args if a.keyword is None]
         if dev_kw is not None:
             device = dev_kw.value
-        elif pos and device_evidence(self.facts, pos[0].value):
+        elif pos and device_evidence(self.facts, pos[0].value, self.t.scope, self.t.cls):
             device = pos[0].value
         elif len(node.args) == 1 and pos and self.facts.kind_of(pos[0].value, self.t.scope, self.t.cls) in (TENSOR, PARAM):
             self._to_tensor(node, inner, factory, pos[0].value)

@@ -23,7 +23,9 @@ class UnregisteredTensorAttribute(Rule):
     ## What it does
     Flags `self.x = torch.<factory>(...)` (and tensors derived from one, such as
     `torch.arange(n).float()` or `torch.tril(torch.ones(n, n))`) assigned in the
-    `__init__` of an `nn.Module` subclass.
+    `__init__` of an `nn.Module` subclass (a Lightning `LightningModule`, a `transformers`
+    `PreTrainedModel` or a `diffusers` `ModelMixin` too), including one that a later
+    `if` turns into an `nn.Parameter` on one branch only.
 
     ## Why is this bad?
     `nn.Module.to(device)`, `.cuda()`, `.half()` and `.to("meta")` move parameters
@@ -107,6 +109,19 @@ class UnregisteredTensorAttribute(Rule):
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.w = torch.zeros(3)\n"
         "    def _apply(self, fn, recurse=True):\n        self.w = fn(self.w)\n        return super()._apply(fn, recurse)\n",
+        # a Parameter on both branches: always registered
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, learn):\n"
+        "        super().__init__()\n        self.s = torch.ones(1)\n        if learn:\n"
+        "            self.s = nn.Parameter(self.s)\n        else:\n"
+        "            self.s = nn.Parameter(self.s, requires_grad=False)\n",
+        # rebound to a Parameter unconditionally
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.s = torch.ones(1)\n        self.s = nn.Parameter(self.s)\n",
+        # a Lightning callback is no Module; a Lightning module's buffer is registered
+        "import torch\nimport pytorch_lightning as pl\nclass Cb(pl.Callback):\n    def __init__(self):\n"
+        "        self.best = torch.zeros(())\n",
+        "import torch\nimport lightning as L\nclass M(L.LightningModule):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('w', torch.zeros(3))\n",
     ]
     INVALID = [
         Invalid(
@@ -134,6 +149,21 @@ class UnregisteredTensorAttribute(Rule):
             "import torch\nfrom torch import nn\nclass N(nn.Linear):\n    def __init__(self):\n"
             "        super().__init__(2, 2)\n        self.gain = torch.ones(2)\n",
         ),
+        # Lightning modules are nn.Modules (the base's module is imported under any name)
+        Invalid(
+            "import torch\nimport pytorch_lightning as pl\nclass M(pl.LightningModule):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.w = torch.zeros(3)\n",
+        ),
+        Invalid(
+            "import torch\nfrom lightning import LightningModule\nclass M(LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.w = torch.zeros(3)\n",
+        ),
+        # made a Parameter on one branch only: on the other it stays a plain tensor
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, learn):\n"
+            "        super().__init__()\n        self.s = torch.ones(1)\n        if learn:\n"
+            "            self.s = nn.Parameter(self.s)\n",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -142,6 +172,10 @@ class UnregisteredTensorAttribute(Rule):
         self.assigned: dict = {}  # cls -> {attr: count of assignments anywhere in the class}
         self.registered: dict = {}  # cls -> names given to register_buffer/register_parameter/setattr
         self.overrides: set = set()  # classes that move their own attributes
+        # cls -> {attr: [(Assign, method, enclosing if-branches)]} for `self.x = nn.Parameter(...)`
+        self.param_rebinds: dict = {}
+        self.branches: list = []  # (If, "body"/"orelse") enclosing the node, innermost last
+        self.candidate_branches: dict = {}  # candidate node -> its enclosing if-branches
 
     # ---- helpers -------------------------------------------------------------------------
     def _self_name(self) -> Optional[str]:
@@ -186,19 +220,37 @@ class UnregisteredTensorAttribute(Rule):
         if self.t.cls is not None and self.t.method is node and node.name.value in _MOVE_OVERRIDES:
             self.overrides.add(self.t.cls)
 
+    def visit_If_body(self, node: cst.If) -> None:
+        self.branches.append((node, "body"))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.branches.pop()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.branches.append((node, "orelse"))
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.branches.pop()
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if self.t.method is None or not self.t.in_module_class:
             return
+        is_param = (isinstance(node.value, cst.Call)
+                    and self.facts.qualname(node.value.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"))
         for tgt in node.targets:
             for el in _flatten(tgt.target):
                 attr = self._self_attr(el)
                 if attr is not None:
                     self._count(attr)
+                    if is_param:
+                        self.param_rebinds.setdefault(self.t.cls, {}).setdefault(attr, []).append(
+                            (node, self.t.method, tuple(self.branches)))
         if len(node.targets) != 1 or self.t.method.name.value != "__init__":
             return
         attr = self._self_attr(node.targets[0].target)
         if attr is not None and self._is_tensor_origin(node.value):
             self.candidates.append((self.t.cls, self.t.method, attr, node, self.t.statement))
+            self.candidate_branches[node] = tuple(self.branches)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self.t.method is None or not self.t.in_module_class:
@@ -235,7 +287,8 @@ class UnregisteredTensorAttribute(Rule):
         for cls, method, attr, node, stmt in self.candidates:
             if cls in self.overrides or attr in self.registered.get(cls, ()):
                 continue
-            if self.assigned.get(cls, {}).get(attr, 0) != 1:
+            rebinds = self._one_branch_rebinds(cls, method, attr, node)
+            if self.assigned.get(cls, {}).get(attr, 0) != 1 + len(rebinds):
                 continue  # reassigned (in forward, a reset(), or twice in __init__)
             if self._inherited_buffer(cls, attr, by_name, set()):
                 continue  # assigning to a buffer a base class registered updates that buffer
@@ -243,6 +296,9 @@ class UnregisteredTensorAttribute(Rule):
             msg = (f"`{self_name}.{attr}` is a plain tensor attribute: `model.to(device)` does not move it; "
                    "register it as a buffer")
             fix = None
+            if rebinds:  # `if learn: self.x = nn.Parameter(...)`: on the other branch it stays plain
+                self.report(node, msg.replace("attribute:", "attribute unless the `nn.Parameter` branch runs:"))
+                continue
             if (isinstance(node, cst.Assign) and stmt is not None and any(s is node for s in stmt.body)
                     and _after_super_init(method, stmt) and self._bases_allow(cls, attr, by_name, set())):
                 call = cst.Call(
@@ -256,6 +312,25 @@ class UnregisteredTensorAttribute(Rule):
                 )
                 fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
             self.report(node, msg, fix)
+
+    def _one_branch_rebinds(self, cls, method, attr: str, node) -> list:
+        """The later ``self.<attr> = nn.Parameter(...)`` of the same ``__init__``, when every one of
+        them sits in one branch of an ``if`` that does not enclose ``node`` and whose other branch
+        does not rebind it (otherwise the attribute is always a Parameter): else ``[]``."""
+        sites = self.param_rebinds.get(cls, {}).get(attr, [])
+        if not sites:
+            return []
+        outer = self.candidate_branches.get(node, ())
+        taken: set = set()
+        for _, m, branches in sites:
+            if m is not method or len(branches) <= len(outer) or branches[:len(outer)] != outer:
+                return []
+            if_node, branch = branches[len(outer)]
+            taken.add((if_node, branch))
+        ifs = {i for i, _ in taken}
+        if any((i, "body") in taken and (i, "orelse") in taken for i in ifs):
+            return []
+        return sites
 
     def _inherited_buffer(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
         """A base class (same file, or a torch.nn layer) may have registered ``attr``."""

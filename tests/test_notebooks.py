@@ -197,3 +197,41 @@ def test_baseline_in_notebook_survives_a_new_cell_above(tmp_path, monkeypatch):
     res = run(["check", "--baseline", "b.json", "t.ipynb"], tmp_path, monkeypatch)
     found = [line.split(" [*]")[0] for line in res.output.splitlines() if " DL" in line and line[0] != " "]
     assert found == ["t.ipynb:cell 8:1:5:"], res.output
+
+
+ANSI = {"name": "stdout", "output_type": "stream", "text": ["\x1b[31mred\x1b[0m done\n"]}
+BUGGY = ["import torch\n", "x = torch.zeros(3)\n", "x.to('cpu')\n"]
+
+
+def _with_escapes(tmp_path: Path, replace) -> tuple[Path, str]:
+    text = json.dumps(notebook([code(BUGGY, [ANSI], count=1)]), indent=1) + "\n"
+    text = replace(text)
+    path = tmp_path / "ansi.ipynb"
+    path.write_text(text, encoding="utf-8")
+    return path, text
+
+
+def test_fix_keeps_uppercase_escapes_byte_for_byte(tmp_path, monkeypatch):
+    # `\u001B` (uppercase hex) is what some tools write; Python's json writes `\u001b`
+    path, text = _with_escapes(tmp_path, lambda t: t.replace("\\u001b", "\\u001B"))
+    assert "\\u001B" in text
+    r = run(["check", "--select", "DL001", "--fix", "--exit-zero", str(path)], tmp_path, monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert "error" not in r.output
+    new = path.read_text(encoding="utf-8")
+    assert new == text.replace('"x.to(\'cpu\')\\n"', '"x = x.to(\'cpu\')\\n"')  # only the fixed line changed
+    assert json.loads(new)["cells"][0]["outputs"] == [ANSI]
+
+
+def test_fix_with_mixed_escape_case_writes_standard_json_escaping(tmp_path, monkeypatch):
+    path, text = _with_escapes(tmp_path, lambda t: t.replace("\\u001b", "\\u001B", 1))
+    assert "\\u001B" in text and "\\u001b" in text
+    r = run(["check", "--select", "DL001", "--fix", "--exit-zero", str(path)], tmp_path, monkeypatch)
+    assert r.exit_code == 0, r.output
+    new = path.read_text(encoding="utf-8")
+    assert "\\u001B" not in new and new.count("\\u001b") == 2
+    nb = json.loads(new)
+    assert nb["cells"][0]["source"][2] == "x = x.to('cpu')\n"
+    assert nb["cells"][0]["outputs"] == [ANSI]
+    r = run(["check", "--select", "DL001", "--exit-zero", str(path)], tmp_path, monkeypatch)
+    assert r.exit_code == 0 and "DL001" not in r.output

@@ -5,4 +5,7 @@ before the rule traversal and read (never re-derived) by rules:
 
 * ``devlint.facts`` still holds the prescan (aliases, evidence, guard flags, device
   variables) and the live ``ContextTracker``; new questions go in a module here.
+* ``values``: what a value is (tensor, Parameter, Module, device, dtype, container) and
+  where it lives (host, accelerator, follows another value); ``facts.kind_of`` delegates.
+* ``syntax``: small node helpers (``dotted``, ``string_value``, ``call_arg``).
 """

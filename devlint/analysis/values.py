@@ -1,0 +1,628 @@
+"""What a value is and where it lives: the file's value model (shared by every rule).
+
+For an expression at a point (its enclosing function ``scope`` and class ``cls``) the model
+answers
+
+* its **kind**: ``TENSOR``, ``PARAM`` (an ``nn.Parameter``), ``MODULE``, ``DEVICE``,
+  ``DTYPE``, ``CONTAINER`` (a list/tuple/dict/batch of tensors), or ``None`` (unknown);
+* its **placement**: ``HOST``, ``ACCEL`` (an accelerator), ``FOLLOWS`` (the device of
+  another value: ``.to(x.device)``, ``zeros_like(x)``), or ``None`` (unknown).
+
+Evidence comes from the file alone, never from importing torch: constructors and torch
+functions, ``nn.Parameter``, ``register_buffer``, annotations (``List[Tensor]`` too),
+assignments and re-assignments, tuple unpacking, ``self.x`` set in one method and read in
+another, aliases of legacy constructors (``T = torch.cuda.FloatTensor if c else
+torch.FloatTensor``), loop targets of loaders whose items the file shows are tensors, and
+usage (``x.backward()``, ``x.size(0)``, ``x.shape``, ``x @ w``, ``torch.cat([x])``,
+``x[i] = ...``, ``batch[k] = batch[k].to(d)``). No evidence, no answer: rules stay silent.
+
+The model is built in two phases before any rule gets an answer: assignment evidence
+during the prescan (statements in source order, so ``y = x.float()`` sees what ``x`` is),
+frozen by :meth:`ValueModel.finish`; then usage evidence, read from the whole file in one
+walk the first time a question needs it (most files are never asked), and frozen too. The
+answers are final: they never depend on which node a rule is visiting or in which order
+rules ask (a usage after the asking node counts as much as one before it).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Optional
+
+import libcst as cst
+
+from devlint.syntax import call_arg, dotted, string_value
+from devlint.walk import children
+
+# ---- kinds ----------------------------------------------------------------------------
+TENSOR = "tensor"
+PARAM = "param"  # an nn.Parameter: a tensor whose attribute cannot take a plain tensor
+MODULE = "module"
+DEVICE = "device"
+DTYPE = "dtype"
+CONTAINER = "container"  # a list/tuple/dict of tensors, or a batch whose items are tensors
+UNKNOWN = None
+
+# evidence-only kinds (never answered by kind_of)
+TENSOR_DATASET = "tensor_dataset"  # a dataset whose items are tuples of tensors
+TENSOR_LOADER = "tensor_loader"  # a DataLoader over one
+TENSOR_CTOR = "tensor_ctor"  # an alias of a legacy constructor: T(...) builds a tensor
+_ARRAY = "array"  # shaped or indexed like an array (numpy does this too)
+_CONVERTED = "converted"  # receives `.to()`/`.cuda()`/... (Modules and batches do this too)
+_CALLED_ITEMS = "called_items"  # `d[k](...)` / `d[k].parameters()`: its items are Modules
+_WEAK = frozenset({_ARRAY, _CONVERTED, _CALLED_ITEMS})
+
+# ---- placements -----------------------------------------------------------------------
+HOST = "host"
+ACCEL = "accelerator"
+FOLLOWS = "follows"
+
+# torch functions that return a new tensor (factories first).
+FACTORIES = frozenset(
+    """zeros ones empty full arange range linspace logspace eye rand randn randint randperm
+    rand_like randn_like zeros_like ones_like empty_like full_like randint_like tensor as_tensor
+    from_numpy empty_strided normal bernoulli multinomial poisson""".split()
+)
+DEVICE_LESS_FACTORIES = frozenset(
+    "zeros ones empty full arange range linspace logspace eye rand randn randint randperm tensor "
+    "empty_strided normal".split()
+)
+TENSOR_FUNCS = FACTORIES | frozenset(
+    """cat concat stack hstack vstack matmul mm bmm einsum where clamp clip exp log sqrt abs
+    sigmoid tanh relu softmax log_softmax sum mean max min argmax argmin sort topk cumsum
+    flatten reshape squeeze unsqueeze transpose permute cross_entropy mse_loss nll_loss
+    masked_fill gather index_select tril triu outer dot addmm baddbmm pow mul add sub div""".split()
+)
+# Methods that turn a tensor into another tensor (or, on a Module, return self).
+CONVERSIONS = frozenset(
+    "to cuda cpu half float double bfloat16 type long int bool short byte char".split()
+)
+TENSOR_METHODS = CONVERSIONS | frozenset(
+    """detach clone view reshape permute transpose t contiguous squeeze unsqueeze flatten sum mean
+    abs exp log sqrt sigmoid tanh relu softmax matmul mm expand expand_as repeat narrow select
+    index_select masked_fill pow mul add sub div clamp clip float numpy_ pin_memory requires_grad_
+    new_zeros new_ones new_empty new_full new_tensor""".split()
+)
+# Usage that only makes sense on one kind of value.
+TENSOR_ONLY_USE = frozenset(
+    "backward item numpy tolist size dim ndim requires_grad_ add_ mul_ sub_ div_ copy_ zero_ "
+    "fill_ normal_ uniform_ detach clone view".split()
+)
+MODULE_ONLY_USE = frozenset(
+    "parameters named_parameters buffers named_buffers modules named_modules children "
+    "named_children eval train state_dict load_state_dict apply register_buffer "
+    "register_parameter zero_grad forward add_module register_forward_hook".split()
+)
+NON_MODULE_NN = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "functional", "utils"})
+# Base classes of other libraries that are nn.Module subclasses (a class deriving one is a Module).
+MODULE_FAMILIES = frozenset({
+    "torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Sequential",
+    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+    "pytorch_lightning.core.module.LightningModule", "pytorch_lightning.core.lightning.LightningModule",
+    "lightning.LightningModule", "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.LightningModule", "lightning.pytorch.core.module.LightningModule",
+    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
+    "diffusers.ModelMixin", "diffusers.models.modeling_utils.ModelMixin",
+})
+_TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+_DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_LEGACY_CTORS = frozenset("Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor BoolTensor "
+                          "ByteTensor ShortTensor CharTensor BFloat16Tensor".split())
+_DTYPES = frozenset("float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long "
+                    "short uint8 bool complex64 complex128 cfloat cdouble".split())
+_CONTAINER_ANN = frozenset({"List", "list", "Sequence", "Tuple", "tuple", "Iterable", "Iterator", "Dict", "dict",
+                            "Mapping", "MutableSequence"})
+_CAT_FUNCS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"})
+# torch functions whose first argument need not be a tensor
+_NOT_TENSOR_ARG = FACTORIES | _CAT_FUNCS | frozenset({"einsum", "where"})
+_ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
+_PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+
+
+def is_module_base(qualname: Optional[str]) -> bool:
+    """A base class that makes its subclass an ``nn.Module`` (torch.nn layers, Lightning, ...)."""
+    if qualname is None:
+        return False
+    if qualname in MODULE_FAMILIES:
+        return True
+    last = qualname.rsplit(".", 1)[-1]
+    return qualname.startswith("torch.nn.") and last[:1].isupper() and last not in NON_MODULE_NN
+
+
+def annotation_kind(names, ann: Optional[cst.Annotation]) -> Optional[str]:
+    """The kind an annotation declares (``Tensor``, ``nn.Parameter``, ``nn.Module``,
+    ``List[Tensor]``/``Tuple[Tensor, ...]`` as a CONTAINER)."""
+    if ann is None:
+        return None
+    return _annotation_node_kind(names, ann.annotation)
+
+
+def _annotation_node_kind(names, node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        v = string_value(node) or ""
+        last = v.rsplit(".", 1)[-1]
+        return TENSOR if last == "Tensor" else (MODULE if last == "Module" else None)
+    if isinstance(node, cst.Subscript):
+        d = dotted(node.value)
+        if d is None or d.rsplit(".", 1)[-1] not in _CONTAINER_ANN or not node.slice:
+            return None
+        last = d.rsplit(".", 1)[-1]
+        items = node.slice[1:] if last in ("Dict", "dict", "Mapping") else node.slice
+        ks = set()
+        for el in items:
+            sl = el.slice
+            if isinstance(sl, cst.Index):
+                if isinstance(sl.value, cst.Ellipsis):
+                    continue
+                ks.add(_annotation_node_kind(names, sl.value))
+            else:
+                return None
+        return CONTAINER if ks and ks <= {TENSOR, PARAM} else None
+    q = names.qualname(node)
+    if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+        return TENSOR
+    if q in _PARAMETER:
+        return PARAM
+    if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+        return MODULE
+    return None
+
+
+def _is_string_index(sub: cst.Subscript) -> bool:
+    return (len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+            and string_value(sub.slice[0].slice.value) is not None)
+
+
+class ValueModel:
+    """The value facts of one file. ``names`` is the file's :class:`~devlint.facts.FileFacts`
+    (import aliases, Module classes, bound names), read duck-typed."""
+
+    def __init__(self, names) -> None:
+        self.names = names
+        self.evidence: dict = {}  # (scope, dotted) -> kinds, from assignments (prescan)
+        self._usage = None  # (scope or class, dotted) -> kinds, from how values are used (see usage)
+        self._found: Optional[dict] = None
+        self._module: Optional[cst.Module] = None
+        self.values: dict = {}  # (scope, dotted) -> expressions assigned to it
+        self.final = False
+
+    # ---- building (prescan) -----------------------------------------------------------
+    def add(self, scope, key: str, kind: Optional[str]) -> None:
+        assert not self.final, "the value model is final once rules run"
+        if kind is not None:
+            self.evidence.setdefault((scope, key), set()).add(kind)
+
+    def record_param(self, scope, param: cst.Param) -> None:
+        self.add(scope, param.name.value, annotation_kind(self.names, param.annotation))
+
+    def record_buffer(self, cls, name: str) -> None:
+        self.add(cls, f"self.{name}", TENSOR)
+
+    def record_assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope, cls,
+                      annotation: Optional[cst.Annotation] = None) -> None:
+        """``target = value`` (or ``target: annotation = value``); tuple targets unpack."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if value is None:
+                return
+            els = [e.value for e in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(els) and not any(
+                    isinstance(e, cst.StarredElement) for e in value.elements):
+                for t, v in zip(els, value.elements):
+                    self.record_assign(t, v.value, scope, cls)
+            elif self.kind_of(value, scope, cls) == CONTAINER:
+                for t in els:  # `x, y = batch` over a batch of tensors
+                    d = dotted(t)
+                    if d is not None:
+                        self.add(self._key_scope(d, scope, cls), d, TENSOR)
+            return
+        d = dotted(target)
+        if d is None:
+            return
+        key_scope = self._key_scope(d, scope, cls)
+        if annotation is not None:
+            self.add(key_scope, d, annotation_kind(self.names, annotation))
+        if value is None:
+            return
+        self.values.setdefault((key_scope, d), []).append(value)
+        self.add(key_scope, d, self.value_kind(value, scope, cls))
+
+    @staticmethod
+    def _key_scope(d: str, scope, cls):
+        return cls if (d.startswith("self.") and cls is not None) else scope
+
+    def value_kind(self, value: cst.BaseExpression, scope, cls) -> Optional[str]:
+        if isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+            ks = {self.kind_of(e.value, scope, cls) for e in value.elements}
+            return CONTAINER if ks <= {TENSOR, PARAM} else None
+        if isinstance(value, cst.Dict) and value.elements:
+            ks = {self.kind_of(e.value, scope, cls) for e in value.elements if isinstance(e, cst.DictElement)}
+            return CONTAINER if ks <= {TENSOR, PARAM} else None
+        if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            return CONTAINER if self.kind_of(value.elt, scope, cls) in (TENSOR, PARAM) else None
+        if isinstance(value, cst.IfExp):
+            kb, ko = self.value_kind(value.body, scope, cls), self.value_kind(value.orelse, scope, cls)
+            return kb if kb == ko else None
+        if isinstance(value, cst.Attribute) and value.attr.value == "device" and self.names.qualname(value) is None:
+            return DEVICE
+        q = self.names.qualname(value)
+        if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[-1] in _LEGACY_CTORS:
+            return TENSOR_CTOR
+        if isinstance(value, cst.Call):
+            loader = self.tensor_loader_kind(value, scope)
+            if loader is not None:
+                return loader
+            if self.names.qualname(value.func) in ("torch.device", "torch.accelerator.current_accelerator"):
+                return DEVICE
+            if isinstance(value.func, cst.Name) and value.func.value in self.names.tensor_datasets:
+                return TENSOR_DATASET
+        return self.kind_of(value, scope, cls)
+
+    def tensor_loader_kind(self, value: cst.Call, scope) -> Optional[str]:
+        """``TensorDataset(...)`` and a ``DataLoader`` over one: their items are tensors."""
+        q = self.names.qualname(value.func)
+        if q in _TENSOR_DATASETS:
+            return TENSOR_DATASET
+        if q in _DATALOADERS:
+            a = call_arg(value, 0, "dataset")
+            if a is None or call_arg(value, 6, "collate_fn") is not None:
+                return None  # a custom collate_fn may build anything
+            if isinstance(a.value, cst.Call) and (
+                    self.names.qualname(a.value.func) in _TENSOR_DATASETS
+                    or (isinstance(a.value.func, cst.Name) and a.value.func.value in self.names.tensor_datasets)):
+                return TENSOR_LOADER
+            d = dotted(a.value)
+            if d is not None and TENSOR_DATASET in self.kinds(d, scope):
+                return TENSOR_LOADER
+        return None
+
+    def record_for(self, target: cst.BaseExpression, it: cst.BaseExpression, scope) -> None:
+        """``for t in tensors``, ``for x, y in loader``, ``for i, (x, y) in enumerate(loader)``."""
+        d = dotted(it)
+        if d is not None and CONTAINER in self.kinds(d, scope) and isinstance(target, cst.Name):
+            self.add(scope, target.value, TENSOR)
+        if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+                and "enumerate" not in self.names.bound_names and it.args
+                and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+            target, it = target.elements[1].value, it.args[0].value
+        if isinstance(it, cst.Call):
+            if self.tensor_loader_kind(it, scope) != TENSOR_LOADER:
+                return
+        elif dotted(it) is None or TENSOR_LOADER not in self.kinds(dotted(it), scope):
+            return
+        if isinstance(target, cst.Name):
+            self.add(scope, target.value, CONTAINER)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                if isinstance(el.value, cst.Name):
+                    self.add(scope, el.value.value, TENSOR)
+
+    def tensor_dataset_class(self, cls: cst.ClassDef) -> bool:
+        """A class of the file whose ``__getitem__`` returns only tensors (or tuples of them)."""
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__getitem__":
+                found = False
+                for n in _returns(stmt.body):
+                    if n.value is None:
+                        return False
+                    v = n.value
+                    els = [e.value for e in v.elements] if isinstance(v, (cst.Tuple, cst.List)) else [v]
+                    if not els or any(self.kind_of(e, stmt, cls) not in (TENSOR, PARAM) for e in els):
+                        return False
+                    found = True
+                return found
+        return False
+
+    # ---- usage (after the prescan, before any rule) --------------------------------------
+    def finish(self, module: cst.Module) -> None:
+        """End of the prescan: freeze the assignment evidence. The usage evidence is read from
+        the whole file in one walk, the first time a question needs it (most files never
+        ask, and the walk costs a sizeable part of a parse); either way every answer sees
+        the usage of the whole file, whatever node a rule is visiting when it asks."""
+        if self.final:
+            return
+        self.evidence = MappingProxyType({k: frozenset(v) for k, v in self.evidence.items()})
+        self.values = MappingProxyType({k: tuple(v) for k, v in self.values.items()})
+        self._module = module
+        self.final = True
+
+    @property
+    def usage(self):
+        """(scope or class, dotted) -> kinds from how values are used in the whole file."""
+        if self._usage is None:
+            if not self.final:
+                return MappingProxyType({})  # the prescan never reads usage
+            found: dict = {}
+            self._found = found
+            self._walk(self._module, None, None)
+            self._usage = MappingProxyType({k: frozenset(v) for k, v in found.items()})
+            self._found = None
+        return self._usage
+
+    def _use(self, scope, cls, node: cst.CSTNode, kind: str) -> None:
+        d = dotted(node)
+        if d is None:
+            return
+        key = cls if (d.startswith("self.") and cls is not None) else scope
+        self._found.setdefault((key, d), set()).add(kind)
+
+    def _walk(self, root: cst.CSTNode, scope, cls) -> None:
+        stack = [(root, scope, cls)]
+        use = self._use
+        aliases = self.names.aliases
+        while stack:
+            n, scope, cls = stack.pop()
+            t = type(n)
+            if t is cst.FunctionDef:
+                for c in children(n.body, trivia=False):
+                    stack.append((c, n, cls))
+                continue
+            if t is cst.ClassDef:
+                for c in children(n.body, trivia=False):
+                    stack.append((c, scope, n))
+                continue
+            if t is cst.Call:
+                func = n.func
+                if type(func) is cst.Attribute:
+                    recv = func.value
+                    meth = func.attr.value
+                    if meth in TENSOR_ONLY_USE:
+                        use(scope, cls, recv, TENSOR)
+                    elif meth in MODULE_ONLY_USE:
+                        use(scope, cls, recv, MODULE)
+                        if type(recv) is cst.Subscript:
+                            use(scope, cls, recv.value, _CALLED_ITEMS)
+                    elif meth in CONVERSIONS:
+                        use(scope, cls, recv, _CONVERTED)
+                    q = self.names.qualname(func)
+                    if q is not None and q.startswith("torch.") and q.count(".") == 1:
+                        self._torch_args(n, q.rsplit(".", 1)[-1], scope, cls)
+                elif type(func) is cst.Name:
+                    if func.value not in aliases:
+                        use(scope, cls, func, MODULE)
+                    else:
+                        q = aliases[func.value]
+                        if q.startswith("torch.") and q.count(".") == 1:
+                            self._torch_args(n, q.rsplit(".", 1)[-1], scope, cls)
+                elif type(func) is cst.Subscript:
+                    use(scope, cls, func.value, _CALLED_ITEMS)
+            elif t is cst.Attribute:
+                if n.attr.value in ("shape", "ndim", "is_cuda"):
+                    use(scope, cls, n.value, _ARRAY)
+            elif t is cst.Subscript:
+                if self._array_index(n, scope, cls):
+                    use(scope, cls, n.value, _ARRAY)
+            elif t is cst.BinaryOperation:
+                self._arith(n, scope, cls)
+            elif t is cst.Assign:
+                self._assign_use(n, scope, cls)
+            stack.extend((c, scope, cls) for c in children(n, trivia=False))
+
+    def _torch_args(self, call: cst.Call, fn: str, scope, cls) -> None:
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return
+        first = call.args[0].value
+        if fn in _CAT_FUNCS and isinstance(first, (cst.List, cst.Tuple)):
+            for el in first.elements:
+                self._use(scope, cls, el.value, TENSOR)  # torch.cat([x, y]) takes tensors only
+        elif fn in TENSOR_FUNCS and fn not in _NOT_TENSOR_ARG:
+            self._use(scope, cls, first, _ARRAY)
+
+    def _array_index(self, sub: cst.Subscript, scope, cls) -> bool:
+        """``x[:, 0]``, ``x[..., 1]``, ``x[idx]`` with a tensor ``idx``: array indexing."""
+        if len(sub.slice) > 1:
+            return any(isinstance(e.slice, cst.Slice) or (isinstance(e.slice, cst.Index) and (
+                isinstance(e.slice.value, cst.Ellipsis) or e.slice.value.__class__ is cst.Name
+                and e.slice.value.value == "None")) for e in sub.slice)
+        sl = sub.slice[0].slice
+        if isinstance(sl, cst.Index):
+            v = sl.value
+            if isinstance(v, cst.Ellipsis):
+                return True
+            d = dotted(v)
+            if d is not None and self.kinds(d, scope) & {TENSOR}:
+                return True
+        return False
+
+    def _arith(self, op: cst.BinaryOperation, scope, cls) -> None:
+        if isinstance(op.operator, cst.MatrixMultiply):
+            self._use(scope, cls, op.left, _ARRAY)
+            self._use(scope, cls, op.right, _ARRAY)
+        elif isinstance(op.operator, _ARITH):
+            for a, b in ((op.left, op.right), (op.right, op.left)):
+                db = dotted(b)
+                if db is not None and self._evidence_kind(db, scope, cls) in (TENSOR, PARAM):
+                    self._use(scope, cls, a, _ARRAY)
+
+    def _evidence_kind(self, d: str, scope, cls) -> Optional[str]:
+        ks = set(self.evidence.get((cls, d), ())) if d.startswith("self.") and cls is not None else self.kinds(d, scope)
+        if ks and ks <= {TENSOR, PARAM}:
+            return TENSOR
+        return None
+
+    def _assign_use(self, node: cst.Assign, scope, cls) -> None:
+        """``x[k] = x[k].to(d)``: the mapping's items are tensors (unless they are called as Modules);
+        ``x[i] = v``: array-like item assignment."""
+        v = node.value
+        for t in node.targets:
+            tgt = t.target
+            if not isinstance(tgt, cst.Subscript):
+                continue
+            if (isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in CONVERSIONS
+                    and isinstance(v.func.value, cst.Subscript) and _is_string_index(tgt)
+                    and v.func.value.deep_equals(tgt)):
+                self._use(scope, cls, tgt.value, CONTAINER)
+            elif self._array_index(tgt, scope, cls):
+                self._use(scope, cls, tgt.value, _ARRAY)
+
+    # ---- questions (rules) ------------------------------------------------------------
+    def kinds(self, key: str, scope) -> set:
+        """Evidence kinds for a dotted name seen from ``scope`` (function first, then global)."""
+        out = set(self.evidence.get((scope, key), ()))
+        if scope is not None and not out and key.split(".")[0] not in self.names.assigned_in.get(scope, ()):
+            out = set(self.evidence.get((None, key), ()))
+        return out
+
+    def _name_kinds(self, d: str, scope, cls) -> tuple:
+        if d.startswith("self.") and cls is not None:
+            ks = set(self.evidence.get((cls, d), ()))
+            use = set(self.usage.get((cls, d), ()))
+        else:
+            ks = self.kinds(d, scope)
+            use = set(self.usage.get((scope, d), ()))
+        return ks, use
+
+    def kind_of(self, expr: cst.CSTNode, scope, cls=None) -> Optional[str]:
+        """TENSOR / PARAM / MODULE / DEVICE / DTYPE / CONTAINER when the file gives evidence,
+        else None (never guess)."""
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            q = self.names.qualname(expr)
+            if q is not None:
+                last = q.rsplit(".", 1)[-1]
+                if q.count(".") == 1 and q.startswith("torch.") and last in _DTYPES:
+                    return DTYPE
+            if isinstance(expr, cst.Attribute) and expr.attr.value == "device" and q is None:
+                return DEVICE
+            d = dotted(expr)
+            if d is None:
+                return None
+            ks, use = self._name_kinds(d, scope, cls)
+            if TENSOR_CTOR in ks:
+                return None  # a constructor, not a value (calling it builds a tensor)
+            weak = use & _WEAK
+            use -= _WEAK
+            if CONTAINER in use and _CALLED_ITEMS not in weak and not ks - {CONTAINER}:
+                return CONTAINER
+            use.discard(CONTAINER)
+            if not ks and use == {TENSOR}:
+                return TENSOR
+            if not ks and not use and {_ARRAY, _CONVERTED} <= weak:
+                return TENSOR  # indexed/shaped like an array and converted with `.to()`: numpy has no `.to`
+            ks |= use
+            if ks and ks <= {TENSOR, PARAM}:
+                return PARAM if PARAM in ks else TENSOR
+            if len(ks) == 1 and next(iter(ks)) in (MODULE, DEVICE, CONTAINER):
+                return next(iter(ks))
+            return None
+        if isinstance(expr, cst.Call):
+            q = self.names.qualname(expr.func)
+            if q is not None:
+                last = q.rsplit(".", 1)[-1]
+                if q in _PARAMETER:
+                    return PARAM
+                if q.startswith("torch.nn.functional."):
+                    return TENSOR
+                if q.startswith("torch.nn.") and last[:1].isupper() and last not in NON_MODULE_NN:
+                    return MODULE
+                if q.startswith("torchvision.models.") and last[:1].islower():
+                    return MODULE
+                if q.count(".") == 1 and q.startswith("torch.") and last in TENSOR_FUNCS:
+                    return TENSOR
+                if q in ("torch.device", "torch.accelerator.current_accelerator"):
+                    return DEVICE
+                if q == "torch.compile":
+                    return self.kind_of(expr.args[0].value, scope, cls) if expr.args else None
+                return None
+            if isinstance(expr.func, cst.Name):
+                if expr.func.value in self.names.module_classes:
+                    return MODULE
+                ks, _ = self._name_kinds(expr.func.value, scope, cls)
+                if ks == {TENSOR_CTOR}:
+                    return TENSOR  # T(...) with T = torch.cuda.FloatTensor if c else torch.FloatTensor
+            if isinstance(expr.func, cst.Attribute):
+                meth = expr.func.attr.value
+                if meth in TENSOR_METHODS:
+                    k = self.kind_of(expr.func.value, scope, cls)
+                    if k == PARAM:
+                        return TENSOR  # conversions of a Parameter are plain tensors
+                    if k == TENSOR or (k == MODULE and meth in CONVERSIONS):
+                        return k
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            kl = self.kind_of(expr.left, scope, cls)
+            kr = self.kind_of(expr.right, scope, cls)
+            if TENSOR in (kl, kr) or PARAM in (kl, kr):
+                return TENSOR
+            return None
+        if isinstance(expr, cst.Subscript):
+            k = self.kind_of(expr.value, scope, cls)
+            if k in (TENSOR, PARAM, CONTAINER):
+                return TENSOR
+            d = dotted(expr.value)
+            if d is not None and CONTAINER in self.kinds(d, scope):
+                return TENSOR
+            return None
+        return None
+
+    def placement_of(self, expr: cst.CSTNode, scope, cls=None, _depth: int = 0) -> tuple:
+        """``(placement, source)``: HOST / ACCEL / FOLLOWS (``source`` is the value whose device
+        it follows) / None, for tensors the file builds or moves."""
+        if _depth > 8:
+            return None, None
+        if isinstance(expr, cst.Call):
+            q = self.names.qualname(expr.func)
+            if q is not None and q.count(".") == 1 and q.startswith("torch."):
+                fn = q.rsplit(".", 1)[-1]
+                if fn.endswith("_like") and expr.args:
+                    dev = call_arg(expr, None, "device")
+                    return (self._device_placement(dev.value) if dev is not None
+                            else (FOLLOWS, expr.args[0].value))
+                if fn in FACTORIES or fn in TENSOR_FUNCS:
+                    dev = call_arg(expr, None, "device")
+                    if dev is not None:
+                        return self._device_placement(dev.value)
+                    if fn in FACTORIES:
+                        return HOST, None
+                    return None, None
+            if isinstance(expr.func, cst.Attribute):
+                meth, recv = expr.func.attr.value, expr.func.value
+                if meth == "cuda":
+                    return ACCEL, None
+                if meth == "cpu":
+                    return HOST, None
+                if meth == "to":
+                    dev = call_arg(expr, None, "device") or call_arg(expr, 0, None)
+                    if dev is None:
+                        return self.placement_of(recv, scope, cls, _depth + 1)
+                    p = self._device_placement(dev.value)
+                    if p[0] is None and self.kind_of(dev.value, scope, cls) in (TENSOR, PARAM):
+                        return FOLLOWS, dev.value
+                    if p[0] is None and self.kind_of(dev.value, scope, cls) == DTYPE:
+                        return self.placement_of(recv, scope, cls, _depth + 1)
+                    return p
+                if meth in TENSOR_METHODS:
+                    return self.placement_of(recv, scope, cls, _depth + 1)
+            return None, None
+        d = dotted(expr)
+        if d is not None:
+            key = cls if (d.startswith("self.") and cls is not None) else scope
+            vals = self.values.get((key, d), ())
+            if not vals and key is not None and d.split(".")[0] not in self.names.assigned_in.get(key, ()):
+                vals = self.values.get((None, d), ())
+            if len(vals) == 1:
+                return self.placement_of(vals[0], key if key is not cls else scope, cls, _depth + 1)
+        return None, None
+
+    def _device_placement(self, dev: cst.BaseExpression) -> tuple:
+        s = string_value(dev)
+        if s is not None:
+            if s == "cpu":
+                return HOST, None
+            return (ACCEL, None) if s.split(":")[0] in ("cuda", "mps", "xpu", "hpu") else (None, None)
+        if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+            return FOLLOWS, dev.value
+        if isinstance(dev, cst.Call) and self.names.qualname(dev.func) == "torch.device" and dev.args:
+            return self._device_placement(dev.args[0].value)
+        return None, None
+
+
+def _returns(body: cst.BaseSuite):
+    """Return statements of a function body, not entering nested functions or classes."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Return):
+            yield n
+            continue
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(children(n, trivia=False))

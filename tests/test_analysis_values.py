@@ -1,0 +1,268 @@
+"""The value model (devlint/analysis/values.py) on its own: small files, one fact each."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from devlint.analysis.values import (ACCEL, CONTAINER, DEVICE, DTYPE, FOLLOWS, HOST, MODULE, PARAM, TENSOR)
+from devlint.engine import lint_source
+from devlint.facts import prescan
+from devlint.settings import Settings
+
+
+def model_of(src: str):
+    src = textwrap.dedent(src)
+    module = cst.parse_module(src)
+    facts = prescan(module, src.encode())
+    return facts, module
+
+
+def _find(module: cst.Module, fn_name):
+    if fn_name is None:
+        return None
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == fn_name:
+            return stmt
+        if isinstance(stmt, cst.ClassDef):
+            for s in stmt.body.body:
+                if isinstance(s, cst.FunctionDef) and s.name.value == fn_name:
+                    return s
+    raise AssertionError(fn_name)
+
+
+def _cls(module: cst.Module, name):
+    if name is None:
+        return None
+    return next(s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == name)
+
+
+def kind(src: str, expr: str, fn=None, cls=None):
+    facts, module = model_of(src)
+    return facts.values.kind_of(cst.parse_expression(expr), _find(module, fn), _cls(module, cls))
+
+
+def placement(src: str, expr: str, fn=None, cls=None):
+    facts, module = model_of(src)
+    p, source = facts.values.placement_of(cst.parse_expression(expr), _find(module, fn), _cls(module, cls))
+    return p, (module.code_for_node(source) if source is not None else None)
+
+
+# ---- kinds ---------------------------------------------------------------------------------
+
+def test_assignment_and_reassignment():
+    src = """
+    import torch
+    from torch import nn
+    x = torch.zeros(3)
+    y = x.float() * 2
+    m = nn.Linear(2, 2)
+    m = m.to("cpu")
+    p = nn.Parameter(torch.ones(2))
+    """
+    assert kind(src, "x") == TENSOR
+    assert kind(src, "y") == TENSOR
+    assert kind(src, "m") == MODULE
+    assert kind(src, "p") == PARAM
+    assert kind(src, "unknown_name") is None
+
+
+def test_a_name_bound_to_both_a_tensor_and_a_module_is_unknown():
+    src = "import torch\nfrom torch import nn\nv = torch.zeros(3)\nv = nn.Linear(2, 2)\n"
+    assert kind(src, "v") is None
+
+
+def test_tuple_unpacking():
+    src = """
+    import torch
+    a, (b, c) = torch.ones(2), (torch.zeros(2), 3)
+    def f(batch: tuple[torch.Tensor, torch.Tensor]):
+        x, y = batch
+        return x
+    """
+    assert kind(src, "a") == TENSOR
+    assert kind(src, "b") == TENSOR
+    assert kind(src, "c") is None
+    assert kind(src, "batch", fn="f") == CONTAINER
+    assert kind(src, "x", fn="f") == TENSOR
+
+
+def test_self_attribute_set_in_one_method_read_in_another():
+    src = """
+    import torch
+    class Cache:
+        def reset(self):
+            self.buf = torch.zeros(4)
+        def read(self):
+            return self.buf
+    """
+    assert kind(src, "self.buf", fn="read", cls="Cache") == TENSOR
+
+
+def test_alias_of_a_legacy_constructor():
+    src = """
+    import torch
+    T = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+    w = T(3)
+    """
+    assert kind(src, "w") == TENSOR
+    assert kind(src, "T(2, 2)") == TENSOR
+    assert kind(src, "T") is None  # the constructor itself is no tensor
+
+
+def test_loop_targets_of_a_loader_over_a_dataset_class_of_tensors():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+    class Pairs(Dataset):
+        def __init__(self):
+            self.x = torch.randn(8, 3)
+            self.y = torch.zeros(8)
+        def __getitem__(self, i):
+            return self.x[i], self.y[i]
+    loader = DataLoader(Pairs(), batch_size=4)
+    for xb, yb in loader:
+        pass
+    """
+    assert kind(src, "xb") == TENSOR
+    assert kind(src, "yb") == TENSOR
+
+
+def test_loader_over_a_dataset_of_unknown_items_stays_unknown():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+    class Docs(Dataset):
+        def __getitem__(self, i):
+            return {"ids": self.tok(i)}
+    for xb, yb in DataLoader(Docs()):
+        pass
+    """
+    assert kind(src, "xb") is None
+
+
+def test_container_annotations_and_comprehensions():
+    src = """
+    import torch
+    from typing import List
+    def f(ts: List[torch.Tensor], ms: List[int]):
+        for t in ts:
+            pass
+        for m in ms:
+            pass
+    noise = [torch.randn(2) for _ in range(3)]
+    """
+    assert kind(src, "ts", fn="f") == CONTAINER
+    assert kind(src, "t", fn="f") == TENSOR
+    assert kind(src, "m", fn="f") is None
+    assert kind(src, "noise") == CONTAINER
+
+
+def test_usage_evidence():
+    src = """
+    import torch
+    def f(a, b, c, d, e, g):
+        n = a.size(0)
+        idx = torch.randperm(n)
+        b.to("cpu")
+        y = b[idx]
+        c.cuda()
+        c[:, 0] = 1
+        d.to("cpu")
+        e.to("cpu")
+        z = torch.cat([g, y])
+        return e
+    """
+    assert kind(src, "a", fn="f") == TENSOR  # .size(0)
+    assert kind(src, "b", fn="f") == TENSOR  # indexed by a tensor, and has .to()
+    assert kind(src, "c", fn="f") == TENSOR  # array item assignment, and has .cuda()
+    assert kind(src, "d", fn="f") is None  # only .to(): a Module or a batch does that too
+    assert kind(src, "e", fn="f") is None
+    assert kind(src, "g", fn="f") == TENSOR  # torch.cat takes tensors
+
+
+def test_indexing_alone_or_conversion_alone_is_no_evidence():
+    src = """
+    def f(arr, model):
+        arr[:, 0] = 1
+        model.to("cpu")
+    """
+    assert kind(src, "arr", fn="f") is None
+    assert kind(src, "model", fn="f") is None
+
+
+def test_a_mapping_whose_items_are_moved_back_holds_tensors():
+    src = """
+    def step(batch, nets, d):
+        batch["y"] = batch["y"].to(d)
+        nets["g"] = nets["g"].to(d)
+        return nets["g"](1)
+    """
+    assert kind(src, "batch", fn="step") == CONTAINER
+    assert kind(src, 'batch["x"]', fn="step") == TENSOR
+    assert kind(src, "nets", fn="step") is None  # its items are called: Modules
+    assert kind(src, 'nets["d"]', fn="step") is None
+
+
+def test_devices_and_dtypes():
+    src = """
+    import torch
+    def f(m, x):
+        dev = next(m.parameters()).device
+        d2 = torch.device("cpu")
+        return dev
+    """
+    assert kind(src, "dev", fn="f") == DEVICE
+    assert kind(src, "d2", fn="f") == DEVICE
+    assert kind(src, "x.device", fn="f") == DEVICE
+    assert kind(src, "torch.float16", fn="f") == DTYPE
+
+
+def test_usage_is_order_independent():
+    before = "import torch\ndef f(x):\n    x.pin_memory()\n    x.backward()\n"
+    after = "import torch\ndef f(x):\n    x.backward()\n    x.pin_memory()\n"
+    assert kind(before, "x", fn="f") == kind(after, "x", fn="f") == TENSOR
+
+
+def test_the_model_is_frozen_once_built():
+    facts, _ = model_of("import torch\nx = torch.zeros(2)\n")
+    with pytest.raises(TypeError):
+        facts.values.evidence[(None, "y")] = {TENSOR}
+    with pytest.raises(AssertionError):
+        facts.values.add(None, "y", TENSOR)
+
+
+def test_dl004_pin_memory_finding_does_not_depend_on_statement_order():
+    settings = Settings(select=frozenset({"DL004"}))
+    a = "import torch\nfor i in range(3):\n    x = f(i)\n    x.pin_memory()\n    x.backward()\n"
+    b = "import torch\nfor i in range(3):\n    x = f(i)\n    x.backward()\n    x.pin_memory()\n"
+    ra = [d.code for d in lint_source(a.encode(), "a.py", settings).diagnostics]
+    rb = [d.code for d in lint_source(b.encode(), "b.py", settings).diagnostics]
+    assert ra == rb == ["DL004"]
+
+
+# ---- placement ---------------------------------------------------------------------------
+
+def test_placement():
+    src = """
+    import torch
+    def f(x, m):
+        a = torch.zeros(3)
+        b = torch.zeros(3, device="cuda")
+        c = torch.zeros(3).to(x.device)
+        d = torch.zeros_like(x)
+        e = a.cuda()
+        g = b.cpu().float()
+        h = torch.ones(2).to(torch.float16)
+        return m
+    """
+    assert placement(src, "a", fn="f") == (HOST, None)
+    assert placement(src, "b", fn="f") == (ACCEL, None)
+    assert placement(src, "c", fn="f") == (FOLLOWS, "x")
+    assert placement(src, "d", fn="f") == (FOLLOWS, "x")
+    assert placement(src, "e", fn="f") == (ACCEL, None)
+    assert placement(src, "g", fn="f") == (HOST, None)
+    assert placement(src, "h", fn="f") == (HOST, None)
+    assert placement(src, "m", fn="f") == (None, None)
