@@ -258,7 +258,10 @@ class SimulatedCuda(TorchFunctionMode):
         if name not in _NO_CHECK:
             self._check(name, inputs, gpu)
         out = func(*args, **kwargs)
-        _tag_new(out, inputs)
+        if name in _HOST_INTS_OK and isinstance(out, tuple):  # batch sizes/lengths stay on the host
+            _tag_new(tuple(o for o in out if not (isinstance(o, torch.Tensor) and o.dtype in _INT_DTYPES)), inputs)
+        else:
+            _tag_new(out, inputs)
         return out
 
     @staticmethod
