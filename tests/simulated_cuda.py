@@ -102,6 +102,22 @@ def _walk(value, fn, depth=0):
             _walk(v, fn, depth + 1)
 
 
+def _move_module(m, cuda: bool):
+    """``Module.to/cuda/cpu``: the module's own ``_apply`` (overrides that move extra
+    tensors included) swaps in aliases placed on the GPU (or the host): parameters keep
+    their objects (``param.data = moved``), buffers are new tensors, gradients move too."""
+
+    def fn(t):
+        try:
+            out = torch.Tensor.detach(t)
+        except Exception:  # noqa: BLE001 - e.g. an uninitialized (lazy) parameter
+            out = t
+        return _set(out, cuda)
+
+    m._apply(fn)
+    _set(m, cuda)
+
+
 def _place_module(m, cuda: bool):
     """``m`` and everything it holds now live on the GPU (or the host), in place: a move
     keeps the Parameter objects (``param.data = moved``), and their gradients move too."""
@@ -124,6 +140,7 @@ _NO_CHECK = frozenset({
     "__deepcopy__", "__reduce_ex__", "__repr__", "__str__", "__format__", "set_", "grad",
     "backward", "_make_subclass", "new_tensor", "new_zeros", "new_ones", "new_empty",
     "new_full", "new_empty_strided", "tensor_split", "size", "dim", "numel",
+    "_has_compatible_shallow_copy_type",
 })
 # Ops whose integer length/size arguments live on the host by design (PackedSequence
 # batch sizes, CTC lengths).
@@ -440,16 +457,16 @@ def install() -> SimulatedCuda:
                 module_to(self, *rest, **kw)
         finally:
             mode.quiet -= 1
-        _place_module(self, target)
+        _move_module(self, target)
         return self
 
     def module_cuda(self, device=None):
         RECORD["module.cuda"] += 1
-        _place_module(self, True)
+        _move_module(self, True)
         return self
 
     def module_cpu(self):
-        _place_module(self, False)
+        _move_module(self, False)
         return self
 
     torch.nn.Module.to = to
@@ -510,6 +527,17 @@ def install() -> SimulatedCuda:
         return out
 
     torch.jit.ScriptModule.__call__ = script_module_call
+
+    script_fn_call = torch.jit.ScriptFunction.__call__
+
+    def script_function_call(self, *args, **kwargs):
+        out = script_fn_call(self, *args, **kwargs)
+        ins = tuple(_tensors(args)) + tuple(_tensors(kwargs.values()))
+        if any(on_gpu(t) for t in ins):
+            _tag_new(out, ins)
+        return out
+
+    torch.jit.ScriptFunction.__call__ = script_function_call
 
     mode.__enter__()
     return mode

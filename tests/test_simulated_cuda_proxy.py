@@ -137,13 +137,35 @@ class Net(nn.Module):
 Net().cuda()(torch.randn(2, 3, device="cuda"))
 """, SAME_DEVICE),
     "module_moves_back_and_keeps_its_place_through_a_dtype_change": ("""
-model = nn.Linear(2, 2).to(torch.device("cuda"))
+model = nn.Linear(2, 2)
+model(torch.ones(1, 2)).sum().backward()
+weight = model.weight
+model.to(torch.device("cuda"))
+assert model.weight is weight and weight.is_cuda and weight.grad.is_cuda
 model.double()
 assert model.weight.is_cuda and model.weight.dtype == torch.float64
 model.cpu()
 assert not model.weight.is_cuda and not model.bias.is_cuda
 model.to(torch.ones(1, device="cuda"))
 assert model.weight.is_cuda
+""", None),
+    "a_module_apply_override_moves_its_extra_tensors": ("""
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.stride = torch.ones(2)
+        self.register_buffer("scale", torch.ones(2))
+    def _apply(self, fn, *args, **kwargs):
+        self = super()._apply(fn, *args, **kwargs)
+        self.stride = fn(self.stride)
+        return self
+    def forward(self, x):
+        return self.fc(x) * self.stride * self.scale
+scale = Head().scale
+head = Head().to("cuda")
+assert head(torch.ones(1, 2, device="cuda")).is_cuda and head.stride.is_cuda
+assert not scale.is_cuda  # Module.to swaps in new buffers: an old reference stays behind
 """, None),
     "grads_and_optimizer_state_follow_the_parameters": ("""
 torch.manual_seed(0)
