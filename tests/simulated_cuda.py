@@ -263,6 +263,11 @@ class SimulatedCuda(TorchFunctionMode):
                 break
         if gpu is None:
             return func(*args, **kwargs)
+        if name == "__iter__":  # `for row in gpu_tensor`: the rows are on the GPU too
+            rows = list(func(*args, **kwargs))
+            if on_gpu(args[0]):
+                _tag_new(rows, inputs)
+            return iter(rows)
         if name in _FOLLOW_SELF:
             if name == "__getitem__" and not on_gpu(args[0]) and args[0].dim() != 0:
                 raise SimulatedDeviceError(

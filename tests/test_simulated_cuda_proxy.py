@@ -54,6 +54,8 @@ for t in (gpu * 2, gpu.sum(), gpu.T, gpu.view(12), gpu.detach(), gpu[0], gpu.flo
           gpu.max(dim=0).values, torch.stack([gpu, gpu]), gpu.data):
     assert t.is_cuda, t
 assert not gpu.new_zeros(2, device="cpu").is_cuda
+assert all(row.is_cuda for row in gpu) and all(c.is_cuda for c in gpu.chunk(2))
+assert not any(row.is_cuda for row in torch.ones(2, 2))
 """, None),
     # --- mixing devices
     "gpu_plus_host_fails": ("""
