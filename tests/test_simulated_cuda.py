@@ -1,15 +1,18 @@
 """CPU-CI proxy for the GPU run: every fixed fixture program runs under simulated CUDA.
 
-It checks that after.py *asks* for the GPU for the values its case.toml names (model,
-batches, new tensors) and that its CUDA-only branches (now guarded) run without
-crashing, printing what the plain CPU run prints. The real check is the GPU run
-(scripts/verify_cuda.sh); this one cannot see kernels or copies.
+It checks that after.py puts the values its case.toml names (model, batches, new
+tensors) on the GPU, that it would run there (no GPU tensor meets a host tensor in one
+op, no `.numpy()` of a GPU tensor) and that its CUDA-only branches (now guarded) run,
+printing what the plain CPU run prints; and that a before.py documented to crash on a
+GPU (`cuda_before = "crash"`) crashes under the proxy as documented. The real check is
+the GPU run (scripts/verify_cuda.sh); this one cannot see kernels or copies.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +47,17 @@ def test_fixed_program_asks_for_the_gpu_under_simulated_cuda(case):
         assert proc.stdout == cpu.stdout
     for name in case.cuda_names:
         assert data["asked"][name], f"{name} was never asked onto the GPU: {data}"
+
+
+CUDA_CRASHES = [c for c in CASES if c.extra.get("cuda_before") == "crash" and c.before == "same"]
+
+
+@pytest.mark.parametrize("case", CUDA_CRASHES, ids=[c.id for c in CUDA_CRASHES])
+def test_before_documented_to_crash_on_a_gpu_crashes_under_simulated_cuda(case):
+    proc, _ = run_simulated(case.before_path)
+    assert proc.returncode != 0, "before.py ran under simulated CUDA: " + proc.stdout[-500:]
+    assert "simulated CUDA" in proc.stderr, proc.stderr[-2000:]
+    assert re.search(case.extra.get("cuda_crash", ""), proc.stderr), proc.stderr[-2000:]
 
 
 def test_simulator_records_placements_and_stubs_runtime_calls(tmp_path):
