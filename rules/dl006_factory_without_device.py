@@ -115,6 +115,27 @@ class FactoryWithoutDevice(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # torchvision's default boxes: a grid built on the host from host pieces (a plain
+        # attribute one of the class's own methods builds on the CPU, loop targets of host
+        # lists, unpacked meshgrids), collected in a list and moved by the caller's next statement
+        "import torch\nfrom torch import nn\nclass Boxes(nn.Module):\n"
+        "    def __init__(self, n: int):\n        super().__init__()\n"
+        "        self.pairs = self._pairs(n)\n"
+        "    def _pairs(self, n: int, device: torch.device = torch.device(\"cpu\")):\n"
+        "        return [torch.as_tensor([[1.0, 2.0]], device=device) for _ in range(n)]\n"
+        "    def _grid(self, sizes: list[list[int]], dtype: torch.dtype = torch.float32):\n"
+        "        boxes = []\n"
+        "        for k, f_k in enumerate(sizes):\n"
+        "            ys = (torch.arange(0, f_k[0]) + 0.5).to(dtype=dtype)\n"
+        "            xs = (torch.arange(0, f_k[1]) + 0.5).to(dtype=dtype)\n"
+        "            gy, gx = torch.meshgrid(ys, xs, indexing=\"ij\")\n"
+        "            wh = self.pairs[k].repeat(f_k[0] * f_k[1], 1)\n"
+        "            boxes.append(torch.cat((torch.stack((gx.reshape(-1), gy.reshape(-1)), -1), wh), 1))\n"
+        "        return torch.cat(boxes, 0)\n"
+        "    def forward(self, x, sizes: list[list[int]]):\n"
+        "        boxes = self._grid(sizes, dtype=x.dtype)\n"
+        "        boxes = boxes.to(x.device)\n"
+        "        return x, boxes\n",
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.w = torch.zeros(3)\n",
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
@@ -173,6 +194,20 @@ class FactoryWithoutDevice(Rule):
         "        t = torch.eye(3, dtype=torch.float64)\n        return (xh @ t).to(x.device)\n",
     ]
     INVALID = [
+        # the same grid, but mixed with a tensor the caller passes (it may be on the GPU)
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Boxes(nn.Module):\n"
+            "    def _grid(self, sizes: list[list[int]], scale):\n"
+            "        boxes = []\n"
+            "        for k, f_k in enumerate(sizes):\n"
+            "            ys = torch.arange(0, f_k[0]) * scale\n"
+            "            boxes.append(ys)\n"
+            "        return torch.cat(boxes, 0)\n"
+            "    def forward(self, x, sizes: list[list[int]]):\n"
+            "        boxes = self._grid(sizes, x)\n"
+            "        boxes = boxes.to(x.device)\n"
+            "        return x, boxes\n",
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
             "    def forward(self, x):\n        return x + torch.ones(x.size(0), 3)\n",

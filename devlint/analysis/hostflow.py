@@ -30,7 +30,8 @@ from devlint.facts import DEVICE_LESS_FACTORIES, dotted
 _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "tuple", "list", "Tuple", "List", "Sequence",
                            "Optional", "Union", "dtype", "Iterable", "complex"})
 _METADATA = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "size", "dim", "numel"})
-_PY_SCALAR_CALLS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "bool", "range", "sum"})
+_PY_SCALAR_CALLS = frozenset({"int", "float", "len", "round", "abs", "min", "max", "bool", "range", "sum",
+                              "enumerate", "zip", "reversed"})
 
 
 def _annotation_scalar(ann: Optional[cst.Annotation]) -> bool:
@@ -73,11 +74,58 @@ def scalar_params(fn: cst.FunctionDef) -> Set[str]:
     return out
 
 
+def _cpu_literal(e: Optional[cst.BaseExpression]) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(e, cst.Call) and dotted(e.func) == "torch.device" and len(e.args) == 1:
+        e = e.args[0].value
+    return isinstance(e, cst.SimpleString) and e.evaluated_value == "cpu"
+
+
+def _host_method_call(value: cst.BaseExpression, methods: Dict[str, cst.FunctionDef]) -> bool:
+    """``self._make_pairs(n)``: a call of the class's own method that builds its tensors on the
+    host. The method names no device but its own ``device`` parameter, whose default is the
+    CPU, and the call does not pass that parameter (torchvision's
+    ``self._wh_pairs = self._generate_wh_pairs(num_outputs)``). Assigned to a plain attribute,
+    the result stays there: ``model.to()`` moves no plain attribute."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and dotted(value.func.value) == "self" and value.func.attr.value in methods):
+        return False
+    fn = methods[value.func.attr.value]
+    if any(a.star or (a.keyword is not None and a.keyword.value == "device") for a in value.args):
+        return False
+    params = [p for p in (*fn.params.posonly_params, *fn.params.params)][1:]  # without self
+    dev = [i for i, p in enumerate(params) if p.name.value == "device"]
+    for p in (*fn.params.params, *fn.params.kwonly_params):
+        if p.name.value == "device" and not _cpu_literal(p.default):
+            return False
+    if dev and sum(a.keyword is None for a in value.args) > dev[0]:
+        return False  # the device passed by position
+
+    class Named(cst.CSTVisitor):
+        device = False
+
+        def visit_Arg(self, a: cst.Arg) -> None:
+            if a.keyword is not None and a.keyword.value == "device" and not (
+                    isinstance(a.value, cst.Name) and a.value.value == "device"):
+                self.device = True
+
+        def visit_Attribute(self, a: cst.Attribute) -> None:
+            if a.attr.value in ("cuda", "to", "register_buffer"):
+                self.device = True
+
+    v = Named()
+    fn.body.visit(v)
+    return not v.device
+
+
 def scalar_attributes(cls: Optional[cst.ClassDef]) -> Set[str]:
-    """``self.<attr>`` assigned in the class only numbers or scalar parameters of the method."""
+    """``self.<attr>`` assigned in the class only numbers or scalar parameters of the method,
+    or (a plain attribute the module's ``.to()`` never moves) the host build of one of the
+    class's own methods."""
     if cls is None:
         return set()
     values: Dict[str, list] = {}
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     for stmt in cls.body.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
@@ -93,7 +141,8 @@ def scalar_attributes(cls: Optional[cst.ClassDef]) -> Set[str]:
                     d = dotted(t)
                     if d is not None and d.startswith("self.") and d.count(".") == 1:
                         ok = n.value is not None and (_number(n.value) or (
-                            isinstance(n.value, cst.Name) and n.value.value in params))
+                            isinstance(n.value, cst.Name) and n.value.value in params)
+                            or _host_method_call(n.value, methods))
                         values.setdefault(d, []).append(ok)
             stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
     return {d for d, oks in values.items() if all(oks)}
@@ -115,15 +164,19 @@ class _Flow:
                 for t in n.targets:
                     if isinstance(t.target, cst.Name):
                         out.setdefault(t.target.value, []).append(n.value)
-                    else:
+                    else:  # `a, b = host_value` unpacks host values
                         for x in _names_in_target(t.target):
-                            out.setdefault(x, []).append(None)
+                            out.setdefault(x, []).append(
+                                n.value if isinstance(t.target, (cst.Tuple, cst.List)) else None)
             elif isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
                 out.setdefault(n.target.value, []).append(
                     cst.BinaryOperation(n.target, cst.Add(), n.value))  # same operands
             elif isinstance(n, cst.AnnAssign) and isinstance(n.target, cst.Name):
                 out.setdefault(n.target.value, []).append(n.value)
-            elif isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)):
+            elif isinstance(n, (cst.For, cst.CompFor)) and not isinstance(n.target, (cst.Attribute, cst.Subscript)):
+                for x in _names_in_target(n.target):  # iterating host values gives host values
+                    out.setdefault(x, []).append(n.iter)
+            elif isinstance(n, (cst.WithItem, cst.NamedExpr)):
                 tgt = n.asname.name if isinstance(n, cst.WithItem) and n.asname else getattr(n, "target", None)
                 for x in _names_in_target(tgt) if tgt is not None else ():
                     out.setdefault(x, []).append(None)
@@ -167,6 +220,8 @@ class _Flow:
             return h(e.left) and all(h(c.comparator) for c in e.comparisons)
         if isinstance(e, cst.BooleanOperation):
             return h(e.left) and h(e.right)
+        if isinstance(e, cst.IfExp):
+            return h(e.body) and h(e.orelse)
         if isinstance(e, (cst.Tuple, cst.List)):
             return all(h(x.value) for x in e.elements if isinstance(x, cst.Element))
         if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
@@ -193,6 +248,9 @@ class _Flow:
         if isinstance(f, cst.Attribute):
             if f.attr.value in ("size", "dim", "numel") and args_host:
                 return True  # a Python int, whatever the receiver
+            if f.attr.value == "to" and e.args and all(a.keyword is not None and a.keyword.value in ("dtype", "copy")
+                                                        for a in e.args):
+                return h(f.value) and args_host  # `.to(dtype=...)`: a cast, no move
             if f.attr.value in MOVES or f.attr.value in ("cpu", "pin_memory"):
                 return False
             if d is not None and d.startswith("math."):
@@ -246,6 +304,12 @@ class _Flow:
                 tgt = t.target
                 if isinstance(tgt, cst.Subscript):
                     tgt = tgt.value  # `pe[0::4] = ...`: fills the table `pe`
+                if isinstance(tgt, (cst.Tuple, cst.List)):  # `ys, xs = torch.meshgrid(...)`
+                    unpacked = _names_in_target(tgt)
+                    if not unpacked or not all(x in self.host for x in unpacked):
+                        return False
+                    names.extend(unpacked)
+                    continue
                 if not (isinstance(tgt, cst.Name) and tgt.value in self.host):
                     return False
                 names.append(tgt.value)
@@ -259,6 +323,10 @@ class _Flow:
                                               and isinstance(up(p), cst.AssignTarget)):
             return None  # `k[i] = v`: written into, not read out
         if isinstance(p, cst.Expr):
+            if isinstance(top, cst.Call) and isinstance(top.func, cst.Attribute) \
+                    and top.func.attr.value in ("append", "extend") and isinstance(top.func.value, cst.Name) \
+                    and top.func.value.value in self.host:
+                names.append(top.func.value.value)  # `boxes.append(box)`: collected in a host list
             return None  # `k.fill_(v)` / `k.triu_(1)` with host arguments: filled in place on the host
         if isinstance(p, cst.Arg) and _register_buffer(up(p)):
             return True
@@ -350,7 +418,7 @@ def _register_buffer(call: Optional[cst.CSTNode]) -> bool:
 
 def callers_place(method: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
     """Every call of ``self.<method>(...)`` in the class places the result at once
-    (``self.build(n).to(x.device)``) or registers it as a buffer (``b = self.build(n);
+    (``self.build(n).to(x.device)``, or moved by the next statement) or registers it as a buffer (``b = self.build(n);
     self.register_buffer("b", b)``); there is at least one call."""
     if cls is None:
         return False
@@ -370,6 +438,8 @@ def callers_place(method: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
                 continue
             if isinstance(p, cst.Arg) and _register_buffer(use.parent.get(p)):
                 continue
+            if use.moved_next(n):
+                continue  # `boxes = self._grid(...)` then `boxes = boxes.to(device)`
             bound = use.bound_name(n)
             if bound is None:
                 return False
