@@ -186,8 +186,16 @@ class LoadWithoutMapLocation(Rule):
         super().__init__(ctx)
         self._into_state_dict: set = set()
         self._saved: set = set()  # (function, dotted file) written by torch.save / jit.save / m.save
-        self._host_saves = HostSaves(ctx.module)  # paths this file saves only from host values
+        self._saves: HostSaves | None = None
         self._host_used: set = set()  # loads whose value is used on the host (.numpy(), assign=True)
+
+    @property
+    def _host_saves(self) -> HostSaves:
+        """Paths this file saves only from host values: one scan of the file, made the first
+        time a load needs it (most files that mention `torch.load` never do)."""
+        if self._saves is None:
+            self._saves = HostSaves(self.ctx.module)
+        return self._saves
 
     def _note_save(self, node: cst.Call, q) -> bool:
         func = node.func

@@ -28,6 +28,7 @@ from typing import Dict, Optional, Set
 import libcst as cst
 
 from devlint.facts import call_arg, dotted
+from devlint.walk import nodes
 
 BUFFER_KEY = "buffer:"  # the in-memory buffers a file pickles into and reads back
 SAVERS = {"save"}  # torch.save / torch.jit.save / torch.serialization.save (attribute name)
@@ -219,23 +220,15 @@ def _plain_names(target: cst.BaseExpression) -> list:
     return []
 
 
-class _Placer(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        f = node.func
-        if isinstance(f, cst.Attribute) and f.attr.value in PLACERS:
-            self.found = True
-        for a in node.args:
-            if a.keyword is not None and a.keyword.value == "device":
-                self.found = True
-
-
 def _contains_placer(expr: cst.BaseExpression) -> bool:
-    v = _Placer()
-    expr.visit(v)
-    return v.found
+    for n in nodes(expr, into_scopes=True):
+        if isinstance(n, cst.Call):
+            f = n.func
+            if isinstance(f, cst.Attribute) and f.attr.value in PLACERS:
+                return True
+            if any(a.keyword is not None and a.keyword.value == "device" for a in n.args):
+                return True
+    return False
 
 
 class HostSaves:
@@ -286,19 +279,8 @@ def package_data_path(expr: cst.BaseExpression, module: cst.Module) -> bool:
     return False
 
 
-class _FileName(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == "__file__":
-            self.found = True
-
-
 def _mentions_file(expr: cst.BaseExpression) -> bool:
-    v = _FileName()
-    expr.visit(v)
-    return v.found
+    return any(isinstance(n, cst.Name) and n.value == "__file__" for n in nodes(expr, into_scopes=True))
 
 
 def is_dataset_module(module: cst.Module) -> bool:
