@@ -74,3 +74,15 @@ def call_arg(call: cst.Call, pos: Optional[int], kw: Optional[str]) -> Optional[
                 return a
             i += 1
     return None
+
+
+def bound_names(target: cst.CSTNode) -> list:
+    """The names an assignment or loop target binds: ``a``, ``(a, b)``, ``[a, *rest]``
+    (nothing for ``a.x`` or ``a[i]``, which bind into an existing object)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in bound_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return bound_names(target.value)
+    return []

@@ -29,6 +29,7 @@ import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
 from devlint.facts import call_arg, dotted
+from devlint.syntax import bound_names
 from devlint.walk import nodes, visit_batched
 
 BUFFER_KEY = "buffer:"  # the in-memory buffers a file pickles into and reads back
@@ -203,7 +204,7 @@ class _Scan(BatchableCSTVisitor):
             if isinstance(t.target, cst.Name):
                 self.binds.setdefault((self._scope(), t.target.value), []).append(node.value)
             else:  # tuple unpacking etc.: the name's value is not known
-                for n in _plain_names(t.target):
+                for n in bound_names(t.target):
                     self.binds.setdefault((self._scope(), n), []).append(None)
         # ``net = Net().cuda()`` / ``x = batch.to(device)``: the targets are placed values
         placed = _contains_placer(node.value)
@@ -212,14 +213,6 @@ class _Scan(BatchableCSTVisitor):
                 d = dotted(t.target)
                 if d is not None:
                     self.placed.add(d.split(".")[0])
-
-
-def _plain_names(target: cst.BaseExpression) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _plain_names(e.value)]
-    return []
 
 
 def _contains_placer(expr: cst.BaseExpression) -> bool:

@@ -26,6 +26,7 @@ import libcst as cst
 
 from devlint.analysis.usage import MOVES, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, dotted
+from devlint.syntax import bound_names
 
 _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "tuple", "list", "Tuple", "List", "Sequence",
                            "Optional", "Union", "dtype", "Iterable", "complex"})
@@ -165,7 +166,7 @@ class _Flow:
                     if isinstance(t.target, cst.Name):
                         out.setdefault(t.target.value, []).append(n.value)
                     else:  # `a, b = host_value` unpacks host values
-                        for x in _names_in_target(t.target):
+                        for x in bound_names(t.target):
                             out.setdefault(x, []).append(
                                 n.value if isinstance(t.target, (cst.Tuple, cst.List)) else None)
             elif isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
@@ -174,11 +175,11 @@ class _Flow:
             elif isinstance(n, cst.AnnAssign) and isinstance(n.target, cst.Name):
                 out.setdefault(n.target.value, []).append(n.value)
             elif isinstance(n, (cst.For, cst.CompFor)) and not isinstance(n.target, (cst.Attribute, cst.Subscript)):
-                for x in _names_in_target(n.target):  # iterating host values gives host values
+                for x in bound_names(n.target):  # iterating host values gives host values
                     out.setdefault(x, []).append(n.iter)
             elif isinstance(n, (cst.WithItem, cst.NamedExpr)):
                 tgt = n.asname.name if isinstance(n, cst.WithItem) and n.asname else getattr(n, "target", None)
-                for x in _names_in_target(tgt) if tgt is not None else ():
+                for x in bound_names(tgt) if tgt is not None else ():
                     out.setdefault(x, []).append(None)
         return out
 
@@ -305,7 +306,7 @@ class _Flow:
                 if isinstance(tgt, cst.Subscript):
                     tgt = tgt.value  # `pe[0::4] = ...`: fills the table `pe`
                 if isinstance(tgt, (cst.Tuple, cst.List)):  # `ys, xs = torch.meshgrid(...)`
-                    unpacked = _names_in_target(tgt)
+                    unpacked = bound_names(tgt)
                     if not unpacked or not all(x in self.host for x in unpacked):
                         return False
                     names.extend(unpacked)
@@ -399,16 +400,6 @@ def _slice_host(s: cst.SubscriptElement, h: Callable) -> bool:
     if isinstance(sl, cst.Slice):
         return all(x is None or h(x) for x in (sl.lower, sl.upper, sl.step))
     return False
-
-
-def _names_in_target(t: cst.BaseExpression) -> list:
-    if isinstance(t, cst.Name):
-        return [t.value]
-    if isinstance(t, (cst.Tuple, cst.List)):
-        return [n for e in t.elements for n in _names_in_target(e.value)]
-    if isinstance(t, cst.StarredElement):
-        return _names_in_target(t.value)
-    return []
 
 
 def _register_buffer(call: Optional[cst.CSTNode]) -> bool:

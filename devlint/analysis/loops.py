@@ -23,6 +23,7 @@ import libcst as cst
 
 from devlint.analysis.usage import usage_of
 from devlint.facts import dotted
+from devlint.syntax import bound_names
 from devlint.walk import children, nodes
 
 _TEST_WORD = re.compile(r"(^|_)test(_|$)|^_*test|Test")
@@ -284,20 +285,8 @@ class LoopFrames:
 
 # ---- a loop body as a whole (DL003: asked when the loop is left) -------------------------------
 
-def _bind(target: cst.CSTNode, out: list) -> None:
-    if isinstance(target, cst.Name):
-        out.append(target.value)
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            _bind(el.value, out)
-    elif isinstance(target, cst.StarredElement):
-        _bind(target.value, out)
-
-
 def target_names(target: cst.CSTNode) -> set:
-    out: list = []
-    _bind(target, out)
-    return set(out)
+    return set(bound_names(target))
 
 
 def bindings(node: cst.CSTNode) -> tuple[list, set]:
@@ -307,7 +296,7 @@ def bindings(node: cst.CSTNode) -> tuple[list, set]:
     mutated: set = set()
 
     def target(t):
-        _bind(t, bound)
+        bound.extend(bound_names(t))
         if isinstance(t, (cst.Attribute, cst.Subscript)):
             d = dotted(t) if isinstance(t, cst.Attribute) else None
             root = t

@@ -22,6 +22,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.syntax import bound_names
 from devlint.walk import children
 
 # methods between a factory and its move that keep the tensor where it is
@@ -93,16 +94,7 @@ def _names(node: cst.CSTNode) -> set:
 
 
 def _target_names(target: cst.CSTNode) -> set:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out = set()
-        for e in target.elements:
-            out |= _target_names(e.value)
-        return out
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return set()
+    return set(bound_names(target))
 
 
 def _store_names(target: cst.CSTNode, out: set) -> None:
