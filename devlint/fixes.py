@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
+from devlint.analysis.style import string_quote
 from devlint.diagnostic import Fix
 from devlint.facts import TENSOR, PARAM, FileFacts, dotted
 
@@ -34,18 +35,22 @@ def torch_ref(facts: FileFacts) -> tuple[str, bool]:
 
 
 def device_definition(facts: FileFacts, name: str, style: str = "cuda") -> str:
+    """The inserted device variable, its strings in the file's own quotes."""
     t, _ = torch_ref(facts)
+    q = string_quote(facts.source)
     if style == "accelerator":
         return (f"{name} = {t}.accelerator.current_accelerator() if {t}.accelerator.is_available() "
-                f"else {t}.device(\"cpu\")")
-    return f"{name} = {t}.device(\"cuda\" if {t}.cuda.is_available() else \"cpu\")"
+                f"else {t}.device({q}cpu{q})")
+    return f"{name} = {t}.device({q}cuda{q} if {t}.cuda.is_available() else {q}cpu{q})"
 
 
 def guarded_literal(facts: FileFacts, literal: cst.BaseExpression) -> cst.IfExp:
     """``"cuda:0"`` -> ``"cuda:0" if torch.cuda.is_available() else "cpu"``."""
     t, _ = torch_ref(facts)
     test = cst.parse_expression(f"{t}.cuda.is_available()")
-    return cst.IfExp(test=test, body=literal, orelse=cst.SimpleString('"cpu"'))
+    body = literal.value[len(literal.prefix):] if isinstance(literal, cst.SimpleString) else ""
+    q = body[:1] if body[:1] in ("'", '"') and body[:3] not in ("'''", '"""') else string_quote(facts.source)
+    return cst.IfExp(test=test, body=literal, orelse=cst.SimpleString(f"{q}cpu{q}"))
 
 
 class DeviceChoice:

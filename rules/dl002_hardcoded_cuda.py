@@ -159,7 +159,7 @@ class HardcodedCuda(Rule):
         ),
         Invalid(
             "import torch\ndevice = torch.device('cuda:0')\nx = torch.ones(2, device=device)\n",
-            "import torch\ndevice = torch.device('cuda:0' if torch.cuda.is_available() else \"cpu\")\n"
+            "import torch\ndevice = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
             "x = torch.ones(2, device=device)\n",
         ),
         Invalid(
@@ -182,7 +182,7 @@ class HardcodedCuda(Rule):
         Invalid(
             "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n",
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
-            "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else \"cpu\")\n",
+            "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
         ),
         Invalid("import torch\nx = torch.ones(2).cuda(1)\n",
                 "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
@@ -192,7 +192,7 @@ class HardcodedCuda(Rule):
             "import sys\nimport unittest\nimport torch\n@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
             "def test_f():\n    return torch.ones(2).cuda()\nunittest.main()\n",
             "import sys\nimport unittest\nimport torch\n\n"
-            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
             "@unittest.skipIf(sys.platform == 'win32', 'posix')\n"
             "def test_f():\n    return torch.ones(2).to(device)\nunittest.main()\n",
         ),
@@ -201,7 +201,7 @@ class HardcodedCuda(Rule):
             "__all__ = ['f']\nimport torch\nfrom torch import nn\ndef f():\n    return torch.ones(1, device='cuda')\n"
             "if __name__ == '__main__':\n    f()\n",
             "__all__ = ['f']\nimport torch\nfrom torch import nn\n\n"
-            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
             "def f():\n    return torch.ones(1, device=device)\nif __name__ == '__main__':\n    f()\n",
         ),
         Invalid(  # torch imported only inside functions: the module-level definition imports it
@@ -228,20 +228,20 @@ class HardcodedCuda(Rule):
             "if __name__ == '__main__':\n    device = 0\n    main(device)\n",
             "import torch\nclass Trainer:\n    def __init__(self, model, gpu_id):\n"
             "        self.model = model.to(gpu_id)\ndef main(device):\n    Trainer(torch.nn.Linear(2, 2), device)\n"
-            "if __name__ == '__main__':\n    device = 0 if torch.cuda.is_available() else \"cpu\"\n    main(device)\n",
+            "if __name__ == '__main__':\n    device = 0 if torch.cuda.is_available() else 'cpu'\n    main(device)\n",
         ),
         # a library's default is evaluated on import: no fix that queries CUDA at import time
         Invalid("import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"),
         Invalid(  # one call in the file keeps the default: it still runs
             "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
             "print(make(2, device='cpu'), make(3))\n",
-            "import torch\ndef make(n, device='cuda' if torch.cuda.is_available() else \"cpu\"):\n"
+            "import torch\ndef make(n, device='cuda' if torch.cuda.is_available() else 'cpu'):\n"
             "    return torch.zeros(n, device=device)\nprint(make(2, device='cpu'), make(3))\n",
         ),
         Invalid(  # a user function may compare its `device` (`"cuda" == torch.device("cuda")` is False)
             "import torch\ndef same(t, device):\n    return t.device.type == device\n"
             "print(same(torch.ones(1), device='cuda'))\n",
-            "import torch\n\ntorch_device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "import torch\n\ntorch_device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
             "def same(t, device):\n    return t.device.type == device\n"
             "print(same(torch.ones(1), device=torch_device))\n",
             unsafe=True,

@@ -123,7 +123,7 @@ class LoadWithoutMapLocation(Rule):
             "import torch\nfrom torch import nn\nnet = nn.Linear(2, 2).cuda()\ntorch.save(net, 'net.pkl')\n"
             "def load():\n    return torch.load('net.pkl')\n",
             "import torch\nfrom torch import nn\n\n"
-            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
             "net = nn.Linear(2, 2).cuda()\ntorch.save(net, 'net.pkl')\n"
             "def load():\n    return torch.load('net.pkl', map_location=device)\n",
             unsafe=True,
@@ -150,7 +150,7 @@ class LoadWithoutMapLocation(Rule):
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
             "model.load_state_dict(torch.load('m.pt'))\n",
             "import torch\nfrom torch import nn\n\n"
-            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
             "model = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('m.pt', map_location=device))\n",
         ),
         Invalid(
@@ -169,7 +169,7 @@ class LoadWithoutMapLocation(Rule):
         Invalid(
             "from torch import jit\nm = jit.load('traced.pt')\n",
             "from torch import jit\nimport torch\n"
-            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
             "m = jit.load('traced.pt', map_location=device)\n",
             unsafe=True,
         ),

@@ -122,9 +122,18 @@ def test_fix_writes_and_reports(project):
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[-1] == "Found 3 findings (3 fixed, 0 remaining)."
     fixed = (project / "gpu.py").read_text()
-    assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in fixed
+    # the file writes its strings with single quotes: so does the inserted device variable
+    assert "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')" in fixed
     assert "x = x.double()" in (project / "discard.py").read_text()
     assert run12(".").exit_code == 0  # nothing left
+
+
+def test_inserted_device_variable_follows_the_files_quotes(project):
+    (project / "dq.py").write_text('import torch\nx = torch.zeros(4, device="cuda")\nprint(x.sum().item(), "ok")\n')
+    (project / "sq.py").write_text("import torch\nx = torch.zeros(4).cuda()\nprint(x.sum().item(), 'ok')\n")
+    run12("--fix", "--unsafe-fixes", "dq.py", "sq.py")
+    assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in (project / "dq.py").read_text()
+    assert "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')" in (project / "sq.py").read_text()
 
 
 def test_unsafe_fixes_are_counted_and_opt_in(project):

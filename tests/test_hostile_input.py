@@ -72,12 +72,13 @@ def test_unparseable_file_is_one_dl000_line_and_fix_leaves_it_alone(tmp_path, na
 
 FIXED_LINE = b'x = torch.ones(2).to(device)'
 DEVICE_LINE = b'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+DEVICE_LINE_SQ = DEVICE_LINE.replace(b'"', b"'")  # a file whose strings use single quotes
 
 # (file name, content, expected bytes after --fix): encoding, BOM and line endings kept
 PRESERVED = [
     ("latin1_cookie.py",
      b"# -*- coding: latin-1 -*-\nimport torch\ns = 'caf\xe9'\nx = torch.ones(2).cuda()\n",
-     b"# -*- coding: latin-1 -*-\nimport torch\n\n" + DEVICE_LINE + b"\n\ns = 'caf\xe9'\n" + FIXED_LINE + b"\n"),
+     b"# -*- coding: latin-1 -*-\nimport torch\n\n" + DEVICE_LINE_SQ + b"\n\ns = 'caf\xe9'\n" + FIXED_LINE + b"\n"),
     ("crlf.py", b"import torch\r\nx = torch.ones(2).cuda()\r\n",
      b"import torch\r\n\r\n" + DEVICE_LINE + b"\r\n\r\n" + FIXED_LINE + b"\r\n"),
     ("mixed.py", b"import torch\r\nx = torch.ones(2).cuda()\ny = 1\r\n",

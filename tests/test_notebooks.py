@@ -107,7 +107,7 @@ def test_fix_rewrites_only_changed_cells_and_keeps_formatting(tmp_path, monkeypa
                {k: v for k, v in cells[i].items() if k != "source"}
     src = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in new["cells"]]
     assert src[1] == ("%matplotlib inline\n!pip install --quiet torch\nimport torch\n\n"
-                      'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+                      "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
                       "torch.manual_seed(0)")
     assert src[2] == ("x = torch.ones(2).to(device)\nfiles = !ls\nfor i in range(2):\n"
                       "    %time y = x + i\ntorch.ones?\nprint(x.cpu())")
