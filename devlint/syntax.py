@@ -8,6 +8,8 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.walk import children
+
 def dotted(node: cst.CSTNode) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     # exact type tests: both are concrete classes, and isinstance() against LibCST's ABC
@@ -86,3 +88,20 @@ def bound_names(target: cst.CSTNode) -> list:
     if isinstance(target, cst.StarredElement):
         return bound_names(target.value)
     return []
+
+
+def names_read(expr: cst.CSTNode) -> set:
+    """Names an expression reads (not attribute names, not keyword names, not nested scopes)."""
+    out: set = set()
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.add(n.value)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)
+        elif isinstance(n, cst.Arg):
+            stack.append(n.value)
+        elif not isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            stack.extend(children(n, trivia=False))
+    return out

@@ -20,7 +20,8 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.dataflow import names_read, target_names
+from devlint.analysis.dataflow import target_names
+from devlint.syntax import names_read
 from devlint.facts import call_arg, dotted
 from devlint.walk import nodes, statements
 

@@ -2,8 +2,8 @@
 
 Flow-insensitive and per scope (a function body, or the module body), from the CST alone:
 
-* ``target_names(target)`` / ``names_read(expr)``: the names a target binds, the names an
-  expression reads (attribute names, keywords and nested scopes excluded);
+* ``target_names(target)``: the names a target binds (``devlint.syntax.names_read``: the
+  names an expression reads);
 * ``bindings(body)``: name -> binding sites in one scope: assignments (a tuple target over a
   tuple value split element-wise: ``inp, tgt = s[:-1], s[1:]``), ``for`` targets (split over
   ``enumerate``/``zip``), ``with ... as``, and ``name.append(v)`` / ``extend`` (a container
@@ -26,7 +26,7 @@ import libcst as cst
 
 from devlint.callargs import factory_takes_device
 from devlint.facts import DEVICE_LESS_FACTORIES, call_arg, dotted
-from devlint.walk import children, nodes, statements
+from devlint.walk import nodes, statements
 
 DEVICE, ORIGIN, HOST = "device", "origin", "host"
 _MAX_DEPTH = 60  # nested expressions / names followed at once (a 500-term sum is not followed)
@@ -79,23 +79,6 @@ def target_names(target: cst.CSTNode) -> list:
             n = n.value
         return [n.value] if isinstance(n, cst.Name) else []
     return []
-
-
-def names_read(expr: cst.CSTNode) -> set:
-    """Names an expression reads (not attribute names, not keyword names, not nested scopes)."""
-    out: set = set()
-    stack = [expr]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.add(n.value)
-        elif isinstance(n, cst.Attribute):
-            stack.append(n.value)
-        elif isinstance(n, cst.Arg):
-            stack.append(n.value)
-        elif not isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
-            stack.extend(children(n, trivia=False))
-    return out
 
 
 def _split(target: cst.CSTNode, value: cst.CSTNode, stmt, kind: str, out: dict) -> None:

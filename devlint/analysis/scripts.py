@@ -17,7 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.dataflow import names_read
+from devlint.syntax import names_read
 from devlint.facts import MODULE, dotted, string_value
 from devlint.walk import nodes, statements
 

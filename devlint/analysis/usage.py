@@ -22,7 +22,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.syntax import bound_names
+from devlint.syntax import bound_names, names_read
 from devlint.walk import children
 
 # methods between a factory and its move that keep the tensor where it is
@@ -79,20 +79,6 @@ def may_touch_device(source: bytes) -> bool:
     return _DEVICE_WORDS.search(source) is not None
 
 
-def _names(node: cst.CSTNode) -> set:
-    """Names read in ``node`` (attribute names excluded)."""
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.add(n.value)
-        elif isinstance(n, cst.Attribute):
-            stack.append(n.value)
-            continue
-        stack.extend(children(n, trivia=False))
-    return out
-
-
 def _target_names(target: cst.CSTNode) -> set:
     return set(bound_names(target))
 
@@ -133,7 +119,7 @@ def host_loop_names(loop: cst.CSTNode) -> set:
 
 def only_reads(expr: cst.BaseExpression, names: set) -> bool:
     """Every name ``expr`` reads is in ``names`` (builtins aside) and it calls no model."""
-    read = _names(expr)
+    read = names_read(expr)
     return bool(read) and read <= names | _HOST_BUILTINS and not _moves(expr)
 
 
