@@ -27,6 +27,7 @@ import libcst as cst
 from devlint.analysis.usage import MOVES, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, dotted
 from devlint.syntax import bound_names
+from devlint.walk import nodes
 
 _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "tuple", "list", "Tuple", "List", "Sequence",
                            "Optional", "Union", "dtype", "Iterable", "complex"})
@@ -102,21 +103,13 @@ def _host_method_call(value: cst.BaseExpression, methods: Dict[str, cst.Function
     if dev and sum(a.keyword is None for a in value.args) > dev[0]:
         return False  # the device passed by position
 
-    class Named(cst.CSTVisitor):
-        device = False
-
-        def visit_Arg(self, a: cst.Arg) -> None:
-            if a.keyword is not None and a.keyword.value == "device" and not (
-                    isinstance(a.value, cst.Name) and a.value.value == "device"):
-                self.device = True
-
-        def visit_Attribute(self, a: cst.Attribute) -> None:
-            if a.attr.value in ("cuda", "to", "register_buffer"):
-                self.device = True
-
-    v = Named()
-    fn.body.visit(v)
-    return not v.device
+    for n in nodes(fn.body, into_scopes=True):
+        if isinstance(n, cst.Arg) and n.keyword is not None and n.keyword.value == "device" and not (
+                isinstance(n.value, cst.Name) and n.value.value == "device"):
+            return False  # names a device of its own
+        if isinstance(n, cst.Attribute) and n.attr.value in ("cuda", "to", "register_buffer"):
+            return False
+    return True
 
 
 def scalar_attributes(cls: Optional[cst.ClassDef]) -> Set[str]:
