@@ -23,6 +23,7 @@ answers exactly what the rules need at a fraction of that.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -583,7 +584,11 @@ class _Closer(BatchableCSTVisitor):
 
     def __init__(self, t: ContextTracker) -> None:
         super().__init__()
-        self.t = t
+        self._t = weakref.ref(t)  # weak: the tracker owns its closer (no reference cycle)
+
+    @property
+    def t(self) -> "ContextTracker":
+        return self._t()
 
     def get_visitors(self):
         out = {k: getattr(self.t, k) for k in visitor_names(type(self.t)) if k.startswith("leave_")}

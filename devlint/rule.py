@@ -33,7 +33,7 @@ class Invalid:
 
 @dataclass
 class Report:
-    rule: "Rule"
+    rule: "type[Rule]"  # the class: an instance would tie the file's context into a cycle
     node: cst.CSTNode
     message: str
     fix: Optional[Fix]
@@ -84,7 +84,7 @@ class Rule(BatchableCSTVisitor):
         return {n: getattr(self, n) for n in names}
 
     def report(self, node: cst.CSTNode, message: str, fix: Optional[Fix] = None) -> None:
-        self.ctx.reports.append(Report(self, node, message, fix))
+        self.ctx.reports.append(Report(type(self), node, message, fix))
 
     def finish(self) -> None:
         """Called once after the traversal, for decisions that need whole-file facts."""

@@ -351,7 +351,13 @@ def visit_batched(module: cst.CSTNode, visitors: Iterable) -> None:
         for fn in lf:
             fn(node)
 
-    walk(module)
+    try:
+        walk(module)
+    finally:
+        # `walk` refers to itself through its closure: without this the closure, and through
+        # the visitors' bound methods every rule, the facts and the whole tree, would stay in
+        # a reference cycle until the cycle collector found it
+        walk = None  # noqa: F841
 
 
 # ---------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ object it is given (``qualname``, ``is_torch``, ``aliases``, ``guard_flags``, ``
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Optional
 
 import libcst as cst
@@ -389,7 +390,7 @@ class GuardModel:
     """File-level guard facts, computed once (``model(facts)``)."""
 
     def __init__(self, facts) -> None:
-        self.facts = facts
+        self._facts = weakref.ref(facts)  # weak: the facts keep this model (no reference cycle)
         self.gpu_marks: set = set()  # names bound to a GPU-requiring mark/decorator
         self.ensuring: set = set()  # function / class / method names whose call ensures CUDA
         self.guarded_classes: set = set()  # ClassDef nodes whose __init__ ensures CUDA
@@ -399,6 +400,10 @@ class GuardModel:
         self._scan(facts.module)
         if _CUDA_ONLY_IMPORT.search(facts.source):
             self._scan_cuda_only_imports(facts.module)
+
+    @property
+    def facts(self):
+        return self._facts()
 
     def _scan(self, module: cst.Module) -> None:
         f = self.facts

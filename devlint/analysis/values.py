@@ -26,6 +26,7 @@ rules ask (a usage after the asking node counts as much as one before it).
 
 from __future__ import annotations
 
+import weakref
 from types import MappingProxyType
 from typing import Optional
 
@@ -178,13 +179,19 @@ class ValueModel:
     (import aliases, Module classes, bound names), read duck-typed."""
 
     def __init__(self, names) -> None:
-        self.names = names
+        # a weak back-reference: the facts own this model, and a cycle would keep every
+        # file's tree alive until the cycle collector walks it
+        self._names = weakref.ref(names)
         self.evidence: dict = {}  # (scope, dotted) -> kinds, from assignments (prescan)
         self._usage = None  # (scope or class, dotted) -> kinds, from how values are used (see usage)
         self._found: Optional[dict] = None
         self._module: Optional[cst.Module] = None
         self.values: dict = {}  # (scope, dotted) -> expressions assigned to it
         self.final = False
+
+    @property
+    def names(self):
+        return self._names()
 
     # ---- building (prescan) -----------------------------------------------------------
     def add(self, scope, key: str, kind: Optional[str]) -> None:
