@@ -371,7 +371,8 @@ def visitor_names(cls: type) -> tuple:
 
 @dataclass
 class _Block:
-    guarded: bool = False
+    guarded: bool = False  # this block is guarded (set while it is the innermost one)
+    outer: bool = False  # an enclosing block was guarded when this one was entered
 
 
 class ContextTracker(BatchableCSTVisitor):
@@ -400,7 +401,12 @@ class ContextTracker(BatchableCSTVisitor):
     # ---- queries rules use ------------------------------------------------------
     @property
     def guarded(self) -> bool:
-        return self.guard_depth > 0 or any(b.guarded for b in self.blocks)
+        b = self.blocks[-1]  # only the innermost block ever changes: `outer` is exact
+        return self.guard_depth > 0 or b.guarded or b.outer
+
+    def _push_block(self, guarded: bool = False) -> None:
+        b = self.blocks[-1]
+        self.blocks.append(_Block(guarded, b.guarded or b.outer))
 
     @property
     def function(self) -> Optional[cst.FunctionDef]:
@@ -468,14 +474,14 @@ class ContextTracker(BatchableCSTVisitor):
             guarded = node in guards.model(self.facts).cuda_only_functions  # imports TensorRT, CuPy ...
         if not guarded:
             guarded = guards.function_ensures_cuda(self.facts, node)  # raises unless a GPU is usable
-        self.blocks.append(_Block(guarded=guarded))
+        self._push_block(guarded)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()
         self.blocks.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.blocks.append(_Block())
+        self._push_block()
 
     def leave_Lambda(self, node: cst.Lambda) -> None:
         self.blocks.pop()
@@ -488,7 +494,7 @@ class ContextTracker(BatchableCSTVisitor):
         self.seen_statements.add(node)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.blocks.append(_Block())
+        self._push_block()
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.blocks.pop()

@@ -169,6 +169,7 @@ def children(node: cst.CSTNode, trivia: bool = True) -> list:
 
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPE_TYPES = frozenset(_SCOPES)  # concrete classes: a set lookup, not an ABC isinstance()
 
 
 def nodes(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
@@ -179,7 +180,7 @@ def nodes(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]
     while stack:
         n = stack.pop()
         yield n
-        if not into_scopes and n is not node and isinstance(n, _SCOPES):
+        if not into_scopes and n is not node and type(n) in _SCOPE_TYPES:
             continue
         stack.extend(reversed(children(n, trivia=False)))
 

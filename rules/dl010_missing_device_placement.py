@@ -175,11 +175,11 @@ class MissingDevicePlacement(Rule):
             return
         module = self.ctx.module
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-        self.datasets_classes = dataset_classes(module, self.facts)
         scopes = [_Scope(None, module)] + [_Scope(fn, fn.body) for fn in self.functions.values()]
         found = [(sc, node, name) for sc in scopes for node, name in model_constructions(self.facts, sc.node, sc.body)]
         if not found or device_aware(module, self.facts):
             return
+        self.datasets_classes = dataset_classes(module, self.facts)
         if smoke_test_library(module):
             return
         self._port(module, scopes, found)

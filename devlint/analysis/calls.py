@@ -109,25 +109,22 @@ class CallGraph:
         callee_names: set = set()
         while stack:
             node, fn = stack.pop()
-            if isinstance(node, cst.FunctionDef):
+            t = type(node)  # concrete node classes: cheaper than isinstance() against LibCST's ABCs
+            if t is cst.FunctionDef:
                 fn = node
-            elif isinstance(node, cst.Call):
+            elif t is cst.Call:
                 self.enclosing[node] = fn
                 name = _call_name(node)
                 f = self.funcs.get(name) if name is not None else None
                 if f is not None:
                     f.sites.append((node, fn))
                     callee_names.add(id(node.func if isinstance(node.func, cst.Name) else node.func.attr))
-            elif isinstance(node, cst.Name) and node.value in self.funcs and id(node) not in callee_names:
+            elif t is cst.Name and node.value in self.funcs and id(node) not in callee_names:
                 self.escapes.add(node.value)
             kids = children(node, trivia=False)
-            if isinstance(node, cst.FunctionDef):
+            if t is cst.FunctionDef or t is cst.ClassDef:
                 kids = [k for k in kids if k is not node.name]
-            elif isinstance(node, cst.ClassDef):
-                kids = [k for k in kids if k is not node.name]
-            elif isinstance(node, cst.Call):
-                # the callee is visited after `callee_names` knows it (children come off a stack)
-                pass
+            # (a call's callee is visited after `callee_names` knows it: children come off a stack)
             for k in reversed(kids):
                 stack.append((k, fn))
 

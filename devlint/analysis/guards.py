@@ -366,10 +366,15 @@ _RUNTIME = frozenset({"torch.cuda.current_device", "torch.cuda.set_device", "tor
                       "torch.cuda.get_device_capability", "torch.cuda.Stream", "torch.cuda.Event"})
 
 
+# the last parts of _RUNTIME's names: a file that spells none of them calls none of them
+_RUNTIME_WORD = re.compile(rb"\b(?:" + b"|".join(sorted({q.rsplit(".", 1)[-1].encode() for q in _RUNTIME}))
+                           + rb")\b")
+
+
 def calls_cuda_runtime(facts, fn: cst.FunctionDef) -> bool:
     """``fn`` calls the CUDA runtime (``torch.cuda.current_device()`` ...) in a statement of its
     body that no condition or ``try`` encloses."""
-    if not isinstance(fn.body, cst.IndentedBlock):
+    if not isinstance(fn.body, cst.IndentedBlock) or not model(facts).spells_runtime:
         return False
     for stmt in fn.body.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -397,6 +402,7 @@ class GuardModel:
         self.cuda_extension = False  # an autograd.Function feeding a compiled CUDA kernel
         self.cuda_only_functions: set = set()  # FunctionDefs that import a CUDA-only package
         self.file_guarded = False
+        self.spells_runtime = _RUNTIME_WORD.search(facts.source) is not None  # see calls_cuda_runtime
         self._scan(facts.module)
         if _CUDA_ONLY_IMPORT.search(facts.source):
             self._scan_cuda_only_imports(facts.module)

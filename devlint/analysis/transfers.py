@@ -26,7 +26,7 @@ from devlint.analysis.style import string, string_quote
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, string_value
 from devlint.fixes import torch_ref
-from devlint.walk import children, nodes
+from devlint.walk import children, nodes, statements
 
 HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
 MOVE_METHODS = frozenset({"to", "cuda"})
@@ -184,12 +184,19 @@ def tensor_type_aliases(facts, module: cst.Module) -> dict:
     ``{"Tensor": ("FloatTensor", <the flag test> or None, <defining function> or None)}``."""
     out: dict = {}
     dropped: set = set()
-    stack: list = [(module, None)]
+    stack: list = [(module, None)]  # (statement holder, enclosing function)
     while stack:
-        n, fn = stack.pop()
-        if isinstance(n, cst.FunctionDef):
-            fn = n
-        if isinstance(n, cst.Assign):
+        root, fn = stack.pop()
+        for n in statements(root):  # assignments are statements: no need to enter expressions
+            nt = type(n)
+            if nt is cst.FunctionDef:
+                stack.append((n.body, n))
+                continue
+            if nt is cst.ClassDef:
+                stack.append((n.body, fn))
+                continue
+            if nt is not cst.Assign:
+                continue
             for t in n.targets:
                 if not isinstance(t.target, cst.Name):
                     continue
@@ -202,7 +209,6 @@ def tensor_type_aliases(facts, module: cst.Module) -> dict:
                     out[name] = (kind, test, fn)
                 else:
                     dropped.add(name)  # rebound, or bound to something else
-        stack.extend((c, fn) for c in children(n, trivia=False))
     return {k: v for k, v in out.items() if k not in dropped}
 
 
