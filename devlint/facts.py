@@ -285,10 +285,12 @@ class _Prescan:
                 self.leading = False
         if isinstance(stmt, cst.FunctionDef):
             self.bind(scope, stmt.name.value)
+            f.values.record_def(stmt, scope, cls)
             self.params(stmt, stmt)
             self.suite(stmt.body, stmt, cls)
         elif isinstance(stmt, cst.ClassDef):
             self.bind(scope, stmt.name.value)
+            f.values.record_def(stmt, scope, cls)
             is_mod = False
             for base in stmt.bases:
                 q = f.qualname(base.value)

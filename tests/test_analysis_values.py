@@ -266,3 +266,80 @@ def test_placement():
     assert placement(src, "g", fn="f") == (HOST, None)
     assert placement(src, "h", fn="f") == (HOST, None)
     assert placement(src, "m", fn="f") == (None, None)
+
+
+# ---- usage is read region by region: the same answers in any order ---------------------------
+
+_REGIONS = """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = make()
+
+    def forward(self, x):
+        def helper(v):
+            return v.size(0) + self.w.shape[0]
+        return helper(x)
+
+    class Inner:
+        def run(self, a):
+            return self.cache.numel() + a.dim()
+
+def make():
+    q = load()
+    return q.size(1)
+
+def main(b, net):
+    net.eval()
+    return b @ b
+
+z = load()
+z.unsqueeze(0)
+"""
+
+
+def _questions(module):
+    """(expr, scope, cls) for every name and self attribute of the file, from where it is read."""
+    out = []
+    for node in (n for n in _all_nodes(module) if isinstance(n, cst.FunctionDef)):
+        cls = next((c for c in _all_nodes(module) if isinstance(c, cst.ClassDef)
+                    and any(m is node for m in _all_nodes(c))), None)
+        for expr in ("x", "v", "a", "q", "b", "net", "self.w", "self.cache", "z"):
+            out.append((expr, node, cls))
+    out += [(e, None, None) for e in ("z", "q", "b")]
+    return out
+
+
+def _all_nodes(root):
+    from devlint.walk import nodes
+
+    return list(nodes(root, into_scopes=True))
+
+
+def test_usage_regions_answer_alike_in_any_order():
+    module = cst.parse_module(_REGIONS)
+    qs = _questions(module)
+    whole = prescan(module, _REGIONS.encode())
+    _ = whole.values.usage  # every region read up front
+    expected = [whole.values.kind_of(cst.parse_expression(e), s, c) for e, s, c in qs]
+    assert TENSOR in expected and MODULE in expected  # the file gives evidence of both
+    for order in (qs, list(reversed(qs))):
+        facts = prescan(module, _REGIONS.encode())
+        got = {id(q): facts.values.kind_of(cst.parse_expression(q[0]), q[1], q[2]) for q in order}
+        assert [got[id(q)] for q in qs] == expected
+
+
+def test_usage_reads_only_the_regions_a_question_needs():
+    module = cst.parse_module(_REGIONS)
+    facts = prescan(module, _REGIONS.encode())
+    main = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "main")
+    assert facts.values.kind_of(cst.parse_expression("net"), main) == MODULE  # `net.eval()`
+    assert facts.values._walked == {main}
+    net = _cls(module, "Net")
+    facts.values.kind_of(cst.parse_expression("self.w"), None, net)
+    # the class's own body is in the module's region, and its methods (nested ones included)
+    assert {None, main} < facts.values._walked
+    assert len(facts.values._walked) == 2 + 3  # __init__, forward, helper; not Inner.run or make

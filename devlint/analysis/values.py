@@ -183,8 +183,16 @@ class ValueModel:
         # file's tree alive until the cycle collector walks it
         self._names = weakref.ref(names)
         self.evidence: dict = {}  # (scope, dotted) -> kinds, from assignments (prescan)
-        self._usage = None  # (scope or class, dotted) -> kinds, from how values are used (see usage)
-        self._found: Optional[dict] = None
+        # (scope or class, dotted) -> kinds, from how values are used (see _use_kinds): read
+        # region by region (a region: the module's own code, or one function's body without
+        # the functions nested in it), each the first time a question needs it
+        self._found: dict = {}
+        self._walked: set = set()  # regions read (None: the module's own code)
+        self._ready: set = set()  # keys whose regions have all been read
+        self._fn_cls: dict = {}  # FunctionDef -> the class its nodes count as (prescan)
+        self._class_fns: dict = {}  # ClassDef -> FunctionDefs whose nodes count as in it
+        self._class_scope: dict = {}  # ClassDef -> the scope its body is in
+        self._unrecorded: list = []  # FunctionDefs met by a walk but not by the prescan
         self._module: Optional[cst.Module] = None
         self.values: dict = {}  # (scope, dotted) -> expressions assigned to it
         self.final = False
@@ -198,6 +206,16 @@ class ValueModel:
         assert not self.final, "the value model is final once rules run"
         if kind is not None:
             self.evidence.setdefault((scope, key), set()).add(kind)
+
+    def record_def(self, node, scope, cls) -> None:
+        """A function or class definition the prescan met, in ``scope`` (function or None) and
+        ``cls`` (the class that ``self.x`` in it belongs to)."""
+        if isinstance(node, cst.FunctionDef):
+            self._fn_cls[node] = cls
+            if cls is not None:
+                self._class_fns.setdefault(cls, []).append(node)
+        else:
+            self._class_scope[node] = scope
 
     def record_param(self, scope, param: cst.Param) -> None:
         self.add(scope, param.name.value, annotation_kind(self.names, param.annotation))
@@ -321,10 +339,10 @@ class ValueModel:
 
     # ---- usage (after the prescan, before any rule) --------------------------------------
     def finish(self, module: cst.Module) -> None:
-        """End of the prescan: freeze the assignment evidence. The usage evidence is read from
-        the whole file in one walk, the first time a question needs it (most files never
-        ask, and the walk costs a sizeable part of a parse); either way every answer sees
-        the usage of the whole file, whatever node a rule is visiting when it asks."""
+        """End of the prescan: freeze the assignment evidence. The usage evidence is read
+        region by region, the first time a question needs a region (most files never ask,
+        and reading a whole file costs a sizeable part of a parse); an answer always sees
+        every use that can bear on it, whatever node a rule is visiting when it asks."""
         if self.final:
             return
         self.evidence = MappingProxyType({k: frozenset(v) for k, v in self.evidence.items()})
@@ -334,16 +352,51 @@ class ValueModel:
 
     @property
     def usage(self):
-        """(scope or class, dotted) -> kinds from how values are used in the whole file."""
-        if self._usage is None:
-            if not self.final:
-                return MappingProxyType({})  # the prescan never reads usage
-            found: dict = {}
-            self._found = found
+        """(scope or class, dotted) -> kinds from how values are used, for the whole file."""
+        if not self.final:
+            return MappingProxyType({})  # the prescan never reads usage
+        for region in (None, *self._fn_cls):
+            self._read_region(region)
+        self._read_rest()
+        return MappingProxyType({k: frozenset(v) for k, v in self._found.items()})
+
+    def _use_kinds(self, key, d: str) -> frozenset:
+        """Usage kinds of ``d`` in ``key`` (a scope: function or None; or a class, for
+        ``self.x``). Every region that can hold such a use is read first, so the answer is
+        the same whenever it is asked."""
+        if not self.final:
+            return frozenset()  # the prescan never reads usage
+        if key not in self._ready:
+            if key is None or key in self._fn_cls:
+                self._read_region(key)
+            elif key in self._class_scope:
+                self._read_region(self._class_scope[key])
+                for fn in self._class_fns.get(key, ()):
+                    self._read_region(fn)
+            else:  # a scope the prescan did not see: read everything
+                for region in (None, *self._fn_cls):
+                    self._read_region(region)
+                self._read_rest()
+            self._ready.add(key)
+        return frozenset(self._found.get((key, d), ()))
+
+    def _read_region(self, region) -> None:
+        if region in self._walked:
+            return
+        self._walked.add(region)
+        if region is None:
             self._walk(self._module, None, None)
-            self._usage = MappingProxyType({k: frozenset(v) for k, v in found.items()})
-            self._found = None
-        return self._usage
+        else:
+            for c in children(region.body, trivia=False):
+                self._walk(c, region, self._fn_cls.get(region))
+
+    def _read_rest(self) -> None:
+        """Functions the prescan did not record (a safety net: it records every definition)."""
+        for fn in self._unrecorded:
+            if fn not in self._walked:
+                self._walked.add(fn)
+                for c in children(fn.body, trivia=False):
+                    self._walk(c, fn, self._fn_cls.get(fn))
 
     def _use(self, scope, cls, node: cst.CSTNode, kind: str) -> None:
         d = dotted(node)
@@ -359,9 +412,9 @@ class ValueModel:
         while stack:
             n, scope, cls = stack.pop()
             t = type(n)
-            if t is cst.FunctionDef:
-                for c in children(n.body, trivia=False):
-                    stack.append((c, n, cls))
+            if t is cst.FunctionDef:  # a region of its own (see _read_region)
+                if n not in self._fn_cls:
+                    self._unrecorded.append(n)
                 continue
             if t is cst.ClassDef:
                 for c in children(n.body, trivia=False):
@@ -472,10 +525,10 @@ class ValueModel:
     def _name_kinds(self, d: str, scope, cls) -> tuple:
         if d.startswith("self.") and cls is not None:
             ks = set(self.evidence.get((cls, d), ()))
-            use = set(self.usage.get((cls, d), ()))
+            use = set(self._use_kinds(cls, d))
         else:
             ks = self.kinds(d, scope)
-            use = set(self.usage.get((scope, d), ()))
+            use = set(self._use_kinds(scope, d))
         return ks, use
 
     def kind_of(self, expr: cst.CSTNode, scope, cls=None) -> Optional[str]:
