@@ -138,6 +138,29 @@ class _Recorder(BatchableCSTVisitor):
         return {n: (lambda node, n=n: self.log.append((n, id(node)))) for n in names}
 
 
+class _Narrow(BatchableCSTVisitor):
+    """What rules look like: a few node types, no names, numbers or strings (whose nodes
+    the traversal then does not enter)."""
+
+    def __init__(self, log: list) -> None:
+        super().__init__()
+        self.log = log
+
+    def get_visitors(self):
+        names = [f"{w}_{t}" for t in ("Call", "Attribute", "Assign", "FunctionDef", "Subscript", "Param")
+                 for w in ("visit", "leave")] + ["visit_If_body", "leave_Call_args"]
+        return {n: (lambda node, n=n: self.log.append((n, id(node)))) for n in names}
+
+
+@pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
+def test_narrow_traversal_matches_libcst(name, source):
+    module = cst.parse_module(source)
+    expected, got = [], []
+    libcst_visit_batched(module, [_Narrow(expected)])
+    walk.visit_batched(module, [_Narrow(got)])
+    assert got == expected
+
+
 @pytest.mark.parametrize("trivia", [False, True], ids=["skip-trivia", "with-trivia"])
 @pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
 def test_traversal_matches_libcst(name, source, trivia):
