@@ -258,7 +258,7 @@ class HardcodedCuda(Rule):
         self._guarded_literals: set = set()  # int / "cuda" literals under a guard
         self._param_moves: dict = {}  # (FunctionDef, param) -> placements `.to(param)` seen
         self._dead: set = set()  # parameter defaults that never run or never place
-        self._runtime: dict = {}  # library function -> calls the CUDA runtime unconditionally
+        self._runtime: dict = {}  # function -> silent throughout (see _silent)
         self._site_guarded: dict = {}  # Call -> guarded where it is made
         self._pending: list = []  # findings inside functions: kept unless every caller guards
 
@@ -268,14 +268,20 @@ class HardcodedCuda(Rule):
         assert, NCCL, CUDA extension code), or inside a class's own ``cuda()`` method: the
         caller asked for CUDA by calling ``.cuda()``. A function *name* (``def to_gpu``) or
         a file name (``train_gpu.py``) guards nothing."""
-        if self.t.guarded:
+        t = self.t
+        if t.guarded:
             return True
-        fn = self.t.function
-        if fn is not None and self._is_library() and fn not in self._runtime:
-            self._runtime[fn] = guards.calls_cuda_runtime(self.facts, fn)
-        if fn is not None and self._runtime.get(fn):
-            return True  # a library function that calls torch.cuda.current_device() & co anyway
-        return self.t.method is not None and self.t.method.name.value == "cuda"
+        fn = t.function
+        if fn is None:
+            return False
+        silent = self._runtime.get(fn)  # the same for every node of the function: asked once
+        if silent is None:
+            # a library function that calls torch.cuda.current_device() & co anyway, or a
+            # class's own `cuda()` method
+            silent = self._runtime[fn] = (
+                (self._is_library() and guards.calls_cuda_runtime(self.facts, fn))
+                or (t.method is fn and fn.name.value == "cuda"))
+        return silent
 
     def _applicability(self, forced_unsafe: bool = False) -> Applicability:
         if forced_unsafe or self.facts.multi_gpu:
@@ -527,7 +533,7 @@ class HardcodedCuda(Rule):
                                           {node: new}))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if self._silent() or node in self._called:
+        if node.attr.value not in LEGACY_TYPES or self._silent() or node in self._called:
             return
         q = self.facts.qualname(node)
         if q is not None and q.startswith("torch.cuda.") and q.rsplit(".", 1)[-1] in LEGACY_TYPES:
