@@ -89,6 +89,22 @@ def choose_device(ctx: "FileContext", avoid: Iterable[str] = (), prefer_input: b
     return DeviceChoice(cst.Name(name), True, needs_torch)
 
 
+def choose_library_device(ctx: "FileContext", avoid: Iterable[str] = ()) -> Optional[DeviceChoice]:
+    """:func:`choose_device` for a library module (imported, never run), which must never grow
+    an import-time global that queries CUDA: inside a function without a device variable in
+    sight, the device of a tensor parameter, or None (no fix)."""
+    choice = choose_device(ctx, avoid=avoid)
+    fn = ctx.tracker.function
+    if not choice.needs_var or fn is None:
+        return choice  # module-level code places on import anyway: the global changes nothing
+    for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+        name = p.name.value
+        if (name not in avoid and name not in ctx.facts.rebound.get(fn, ())
+                and ctx.facts.evidence.get((fn, name), set()) & {TENSOR, PARAM}):
+            return DeviceChoice(cst.Attribute(cst.Name(name), cst.Name("device")), False, False)
+    return None
+
+
 def visible_device_var(ctx: "FileContext") -> Optional[str]:
     t = ctx.tracker
     fn = t.function
@@ -218,3 +234,43 @@ def apply_fixes(module: cst.Module, facts: FileFacts, fixes: list[Fix], device_n
     needs_var = any(f.needs_device_var for f in fixes)
     needs_torch = any(f.needs_torch_import for f in fixes)
     return ensure_module_statements(new, facts, device_name if needs_var else None, needs_torch, style)
+
+
+def _arg_comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _keyword(name: str, value: cst.BaseExpression, comma=cst.MaybeSentinel.DEFAULT) -> cst.Arg:
+    return cst.Arg(value, keyword=cst.Name(name), comma=comma,
+                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
+def cuda_to_call(call: cst.Call, func: cst.Attribute, device: cst.BaseExpression) -> cst.Call:
+    """``x.cuda(...)`` -> ``x.to(device, <its other keywords>)`` (an index or ``device=`` dropped)."""
+    kwargs = [a for a in call.args if a.keyword is not None and a.keyword.value != "device"]
+    args = [cst.Arg(device), *kwargs]
+    if kwargs:
+        args[0] = args[0].with_changes(comma=_arg_comma())
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+
+
+def legacy_factory(call: cst.Call) -> Optional[str]:
+    """The factory that replaces a legacy typed constructor: ``torch.cuda.FloatTensor(2, 3)``
+    allocates (``empty``), ``torch.cuda.FloatTensor([1, 2])`` holds data (``tensor``); None
+    for any other form (sizes from variables, a storage, another tensor)."""
+    args = call.args
+    if args and all(a.keyword is None and isinstance(a.value, cst.Integer) for a in args):
+        return "empty"
+    if len(args) == 1 and args[0].keyword is None and isinstance(args[0].value, (cst.List, cst.Tuple)):
+        return "tensor"
+    return None
+
+
+def legacy_type_call(call: cst.Call, factory: str, torch_name: str, dtype: str,
+                     device: cst.BaseExpression) -> cst.Call:
+    """``torch.cuda.FloatTensor(2, 3)`` -> ``torch.empty(2, 3, dtype=torch.float32, device=device)``."""
+    new_args = [a.with_changes(comma=_arg_comma()) for a in call.args]
+    new_args.append(_keyword("dtype", cst.parse_expression(f"{torch_name}.{dtype}"), _arg_comma()))
+    new_args.append(_keyword("device", device))
+    return cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=new_args)

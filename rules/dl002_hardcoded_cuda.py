@@ -4,12 +4,14 @@ import re
 import libcst as cst
 
 from devlint.analysis import guards
-from devlint.analysis.calls import (UNKNOWN, call_graph, guarded_by_callers, literals_reaching, param_places,
-                                   reaches_placement)
+from devlint.analysis.calls import (call_graph, default_is_dead, guarded_by_callers, literals_reaching,
+                                   param_places, placed_init_parameter, placed_parameter, places_device,
+                                   unused_device_binding)
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.diagnostic import Applicability, Fix
-from devlint.facts import TENSOR, PARAM, call_arg, dotted, is_cuda_string, root_name, string_value
-from devlint.fixes import DeviceChoice, choose_device, guarded_literal, torch_ref
+from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
+from devlint.fixes import (DeviceChoice, choose_device, choose_library_device, cuda_to_call, guarded_literal, legacy_factory,
+                           legacy_type_call, torch_ref)
 from devlint.rule import Invalid, Rule
 
 LEGACY_TYPES = {
@@ -18,7 +20,6 @@ LEGACY_TYPES = {
     "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
 }
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
-_PLACEMENT_METHODS = frozenset({"to", "cuda", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
 # names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
 _DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
 
@@ -295,19 +296,8 @@ class HardcodedCuda(Rule):
         return self._library
 
     def _choose(self, avoid=()) -> DeviceChoice | None:
-        """The device a fix uses here. A library module never grows an import-time global
-        that queries CUDA: it takes the device of a tensor parameter, or gets no fix."""
-        choice = choose_device(self.ctx, avoid=avoid)
-        if not choice.needs_var or not self._is_library() or self.t.function is None:
-            return choice  # module-level code places on import anyway: the global changes nothing
-        fn = self.t.function
-        if fn is not None:
-            for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
-                name = p.name.value
-                if (name not in avoid and name not in self.facts.rebound.get(fn, ())
-                        and self.facts.evidence.get((fn, name), set()) & {TENSOR, PARAM}):
-                    return DeviceChoice(cst.Attribute(cst.Name(name), cst.Name("device")), False, False)
-        return None
+        """The device a fix uses here (a library takes a tensor parameter's, or gets no fix)."""
+        return choose_library_device(self.ctx, avoid) if self._is_library() else choose_device(self.ctx, avoid=avoid)
 
     def _replace_with_device(self, node, target, msg: str, avoid=(), unsafe: bool = False) -> None:
         choice = self._choose(avoid)
@@ -329,25 +319,10 @@ class HardcodedCuda(Rule):
         self.report(node, msg, fix)
 
     def _unused_test_device(self) -> bool:
-        """A test's local `dev = torch.device("cuda:1")` that never reaches a placement (a cache
-        key, an argument to a fake): `torch.device` itself runs without a GPU."""
+        """A test's local `dev = torch.device("cuda:1")` that never reaches a placement."""
         fn, stmt = self.t.function, self.t.statement
-        if fn is None or stmt is None or not is_test_file(self.ctx.filename):
-            return False
-        names = [t.target.value for s in stmt.body if isinstance(s, cst.Assign) for t in s.targets
-                 if isinstance(t.target, cst.Name)]
-        return bool(names) and not any(reaches_placement(fn.body, n) for n in names)
-
-    def _is_definition_value(self, call_or_str: cst.CSTNode) -> bool:
-        stmt = self.t.statement
-        if stmt is None:
-            return False
-        for dv in self.facts.device_vars:
-            if dv.node is stmt and not dv.guarded:
-                for small in stmt.body:
-                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is call_or_str:
-                        return True
-        return False
+        return (fn is not None and stmt is not None and is_test_file(self.ctx.filename)
+                and unused_device_binding(fn, stmt))
 
     # ---- visitors -------------------------------------------------------------------
     def visit_Comparison(self, node: cst.Comparison) -> None:
@@ -385,7 +360,7 @@ class HardcodedCuda(Rule):
         if self._silent() or node in self._dead:
             self._guarded_literals.update(a.value for a in node.args)
             return
-        if not self._places(node):
+        if not places_device(self.facts, node):
             self._unknown_args.update(a.value for a in node.args)
         q = self.facts.qualname(func)
         if q is not None:
@@ -400,10 +375,12 @@ class HardcodedCuda(Rule):
                 a = call_arg(node, 0, None)
                 if a is None:
                     a = call_arg(node, None, "device")
-                if a is not None and isinstance(a.value, cst.Name):
-                    self._param_move(a.value.value)
-                elif a is not None and dotted(a.value) is not None and dotted(a.value).startswith("self."):
-                    self._attr_move(dotted(a.value))
+                if a is not None and not self.t.guarded:
+                    d = dotted(a.value)
+                    key = (placed_parameter(self.facts, self.t.function, d) if isinstance(a.value, cst.Name)
+                           else placed_init_parameter(self.t.cls, d) if d and d.startswith("self.") else None)
+                    if key is not None:
+                        self._param_moves[key] = self._param_moves.get(key, 0) + 1
                 if a is not None and (is_cuda_string(a.value) or isinstance(a.value, cst.Integer)):
                     self._handled.add(a.value)
                     self._replace_with_device(a.value, a.value,
@@ -422,7 +399,7 @@ class HardcodedCuda(Rule):
             if node.args and is_cuda_string(node.args[0].value):
                 lit = node.args[0].value
                 self._handled.add(lit)
-                if self._is_definition_value(node):
+                if guards.unguarded_device_definition(self.facts, self.t.statement, node):
                     if self._unused_test_device():
                         return
                     if len(node.args) == 1:
@@ -467,24 +444,10 @@ class HardcodedCuda(Rule):
         if choice is None:
             self.report(node, what)
             return
-        kwargs = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
-        args = [cst.Arg(choice.expr), *kwargs]
-        if kwargs:
-            args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+        new = cuda_to_call(node, func, choice.expr)
         fix = choice.fix(self._applicability(indexed),
                          "use `.to(device)`" + (" (drops the device index)" if indexed else ""), {node: new})
         self.report(node, what, fix)
-
-    def _places(self, call: cst.Call) -> bool:
-        """Whether ``call`` is known to treat its device argument as a placement: a torch API or
-        a tensor/Module placement method. A user function may compare it instead
-        (``b.device.type == device``), where a ``torch.device`` object would change the result."""
-        q = self.facts.qualname(call.func)
-        if q is not None:
-            return q.split(".", 1)[0] == "torch"
-        return isinstance(call.func, cst.Attribute) and call.func.attr.value in _PLACEMENT_METHODS
 
     def _device_kwarg(self, node: cst.Call, func) -> None:
         for kw in ("device", "map_location"):
@@ -496,7 +459,7 @@ class HardcodedCuda(Rule):
                 self._handled.add(v)
                 self._replace_with_device(v, v, f"`{kw}={self.ctx.module.code_for_node(v)}` hard-codes the "
                                           "CUDA device", avoid={root_name(func)} if func is not None else (),
-                                          unsafe=not self._places(node))
+                                          unsafe=not places_device(self.facts, node))
 
     def _argparse_default(self, node: cst.Call) -> None:
         names = [string_value(a.value) or "" for a in node.args if a.keyword is None]
@@ -507,28 +470,13 @@ class HardcodedCuda(Rule):
 
     def _legacy_type(self, node: cst.Call, last: str) -> None:
         msg = f"`torch.cuda.{last}(...)` creates a CUDA-only tensor"
-        dtype = LEGACY_TYPES[last]
-        args = [a for a in node.args]
-        t, _ = torch_ref(self.facts)
-        factory = None
-        if args and all(a.keyword is None and isinstance(a.value, cst.Integer) for a in args):
-            factory = "empty"
-        elif len(args) == 1 and args[0].keyword is None and isinstance(args[0].value, (cst.List, cst.Tuple)):
-            factory = "tensor"
-        if factory is None:
-            self.report(node, msg)
-            return
-        choice = self._choose()
+        factory = legacy_factory(node)
+        choice = self._choose() if factory is not None else None
         if choice is None:
             self.report(node, msg)
             return
-        new_args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args]
-        new_args.append(cst.Arg(cst.parse_expression(f"{t}.{dtype}"), keyword=cst.Name("dtype"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
-        new_args.append(cst.Arg(choice.expr, keyword=cst.Name("device"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-        new = cst.Call(func=cst.parse_expression(f"{t}.{factory}"), args=new_args)
+        t, _ = torch_ref(self.facts)
+        new = legacy_type_call(node, factory, t, LEGACY_TYPES[last], choice.expr)
         self.report(node, msg, choice.fix(self._applicability(), f"use `{t}.{factory}(..., device=...)`",
                                           {node: new}))
 
@@ -560,56 +508,13 @@ class HardcodedCuda(Rule):
         is_device_call = isinstance(d, cst.Call) and self.facts.qualname(d.func) == "torch.device"
         if not (is_cuda_string(d) or is_device_call):
             return
-        if self._default_is_dead(node) or not self._default_places(node):
+        fn = self.t.function
+        if fn is not None and (default_is_dead(self.facts, fn, node) or not param_places(
+                fn, node.name.value, self.t.cls if self.t.method is fn else None)):
             self._dead.add(d)  # never runs, or only names a device type / is compared
             return
         if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
             self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device", default=True)
-
-    def _default_places(self, param: cst.Param) -> bool:
-        fn = self.t.function
-        if fn is None:
-            return True
-        return param_places(fn, param.name.value, self.t.cls if self.t.method is fn else None)
-
-    def _default_is_dead(self, param: cst.Param) -> bool:
-        """Every call of the function in the file passes this parameter: the default never runs."""
-        fn = self.t.function
-        if fn is None or not any(p is param for p in (*fn.params.params, *fn.params.kwonly_params,
-                                                       *fn.params.posonly_params)):
-            return False
-        g = call_graph(self.facts)
-        sites = g.callers_of(fn)
-        if not sites:
-            return False
-        f = g.func_of_node[fn]
-        return all(f.bound_arg(call, param.name.value) not in (None, UNKNOWN) for call, _ in sites)
-
-    # ---- an int / "cuda" that reaches `.to(p)` through the file's own calls ----------------
-    def _param_move(self, name: str) -> None:
-        fn = self.t.function
-        if fn is None or self.t.guarded or name in self.facts.rebound.get(fn, ()):
-            return
-        if any(p.name.value == name for p in (*fn.params.posonly_params, *fn.params.params,
-                                                *fn.params.kwonly_params)):
-            key = (fn, name)
-            self._param_moves[key] = self._param_moves.get(key, 0) + 1
-
-    def _attr_move(self, attr: str) -> None:
-        """`.to(self.gpu_id)` where `__init__` did `self.gpu_id = gpu_id` (a parameter)."""
-        cls = self.t.cls
-        if cls is None or self.t.guarded or attr.count(".") != 1:
-            return
-        init = next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"),
-                    None) if isinstance(cls.body, cst.IndentedBlock) else None
-        if init is None:
-            return
-        sources = [s.value for stmt in init.body.body if isinstance(stmt, cst.SimpleStatementLine)
-                   for s in stmt.body if isinstance(s, cst.Assign)
-                   and any(dotted(t.target) == attr for t in s.targets)]
-        if len(sources) == 1 and isinstance(sources[0], cst.Name):
-            key = (init, sources[0].value)
-            self._param_moves[key] = self._param_moves.get(key, 0) + 1
 
     def report(self, node, message, fix=None) -> None:
         fn = self.t.function

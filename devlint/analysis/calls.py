@@ -7,6 +7,10 @@ guard one or two calls across the file:
   Which literal reaches ``.to(gpu_id)`` through ``main(device)`` -> ``Trainer(..., gpu_id)``?
 * DL004: is every call of a helper guarded by its caller?
 
+It also answers the local questions of following a device value: which parameter a
+``.to(p)`` / ``.to(self.p)`` places, whether a call is known to treat a device argument as
+a placement, whether a local device binding reaches one.
+
 Functions are matched by name: ``f(...)`` calls the module-level ``def f``, ``C(...)`` calls
 ``C.__init__``, ``obj.m(...)`` / ``self.m(...)`` calls a method ``m`` of a class of the file.
 A name defined twice, or used other than as a call (``callback=f``), has unknown callers.
@@ -19,7 +23,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.syntax import is_cuda_string
+from devlint.syntax import dotted, is_cuda_string
 from devlint.walk import children, nodes
 
 UNKNOWN = object()  # the argument of a call that cannot be matched to a parameter (``*args``)
@@ -275,3 +279,66 @@ def _places_ref(call: cst.Call, refs: set) -> bool:
         if a.keyword is None and i == 0 and last in ("to", "cuda", "device"):
             return True
     return False
+
+
+def own_params(fn: cst.FunctionDef) -> tuple:
+    """Every named parameter of ``fn`` (positional-only, ordinary, keyword-only)."""
+    return (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+
+
+def default_is_dead(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:
+    """Every call of ``fn`` in the file passes ``param`` (at least one call, all known):
+    its default never runs."""
+    if not any(p is param for p in own_params(fn)):
+        return False
+    g = call_graph(facts)
+    sites = g.callers_of(fn)
+    if not sites:
+        return False
+    f = g.func_of_node[fn]
+    return all(f.bound_arg(call, param.name.value) not in (None, UNKNOWN) for call, _ in sites)
+
+
+def placed_parameter(facts, fn: Optional[cst.FunctionDef], name: str) -> Optional[tuple]:
+    """``(fn, name)`` when ``.to(name)`` in ``fn`` places its parameter ``name`` (never rebound
+    in it): the key under which :func:`literals_reaching` finds what callers pass."""
+    if fn is None or name in facts.rebound.get(fn, ()):
+        return None
+    return (fn, name) if any(p.name.value == name for p in own_params(fn)) else None
+
+
+def placed_init_parameter(cls: Optional[cst.ClassDef], attr: str) -> Optional[tuple]:
+    """``(__init__, "gpu_id")`` when ``.to(self.gpu_id)`` places an attribute that ``__init__``
+    set once, from its parameter ``gpu_id``."""
+    if cls is None or attr.count(".") != 1 or not isinstance(cls.body, cst.IndentedBlock):
+        return None
+    init = next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+    if init is None:
+        return None
+    sources = [s.value for stmt in init.body.body if isinstance(stmt, cst.SimpleStatementLine)
+               for s in stmt.body if isinstance(s, cst.Assign)
+               and any(dotted(t.target) == attr for t in s.targets)]
+    if len(sources) == 1 and isinstance(sources[0], cst.Name):
+        return (init, sources[0].value)
+    return None
+
+
+def unused_device_binding(fn: cst.FunctionDef, stmt: cst.SimpleStatementLine) -> bool:
+    """``dev = torch.device("cuda:1")`` whose names never reach a placement in ``fn`` (a cache
+    key, an argument to a fake): creating a ``torch.device`` needs no GPU."""
+    names = [t.target.value for s in stmt.body if isinstance(s, cst.Assign) for t in s.targets
+             if isinstance(t.target, cst.Name)]
+    return bool(names) and not any(reaches_placement(fn.body, n) for n in names)
+
+
+_PLACEMENT_METHODS = frozenset({"to", "cuda", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
+
+
+def places_device(facts, call: cst.Call) -> bool:
+    """Whether ``call`` is known to treat its device argument as a placement: a torch API or
+    a tensor/Module placement method. A user function may compare it instead
+    (``b.device.type == device``), where a ``torch.device`` object would change the result."""
+    q = facts.qualname(call.func)
+    if q is not None:
+        return q.split(".", 1)[0] == "torch"
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _PLACEMENT_METHODS

@@ -359,6 +359,19 @@ def function_ensures_cuda(facts, fn: cst.FunctionDef) -> bool:
     return isinstance(fn.body, cst.IndentedBlock) and _suite_ensures(facts, fn.body, model(facts).ensuring)
 
 
+def unguarded_device_definition(facts, stmt: Optional[cst.CSTNode], value: cst.CSTNode) -> bool:
+    """``value`` is what ``stmt`` assigns to one of the file's device variables, with no
+    availability check (``device = torch.device("cuda:0")``): the fix guards it in place."""
+    if stmt is None:
+        return False
+    for dv in facts.device_vars:
+        if dv.node is stmt and not dv.guarded:
+            for small in stmt.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is value:
+                    return True
+    return False
+
+
 # CUDA runtime calls that raise without a GPU: a library function making one unconditionally
 # is CUDA-only by design (its caller decides whether it runs)
 _RUNTIME = frozenset({"torch.cuda.current_device", "torch.cuda.set_device", "torch.cuda.synchronize",
