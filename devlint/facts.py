@@ -237,7 +237,7 @@ class _Prescan:
                 self.bind(scope, star.name.value)
 
     def suite(self, body: cst.BaseSuite, scope, cls) -> None:
-        if isinstance(body, cst.SimpleStatementSuite):
+        if type(body) is cst.SimpleStatementSuite:
             for small in body.body:
                 self.small(small, scope, cls, body)
             return
@@ -245,50 +245,50 @@ class _Prescan:
             self.statement(stmt, scope, cls)
 
     def small(self, s: cst.BaseSmallStatement, scope, cls, stmt) -> None:
-        if isinstance(s, (cst.Import, cst.ImportFrom)):
+        if type(s) in (cst.Import, cst.ImportFrom):
             self.imports(s, scope)
-        elif isinstance(s, cst.Assign):
+        elif type(s) is cst.Assign:
             for t in s.targets:
                 self.assign(t.target, s.value, scope, cls, stmt)
-        elif isinstance(s, cst.AnnAssign):
+        elif type(s) is cst.AnnAssign:
             self.assign(s.target, s.value, scope, cls, stmt, s.annotation)
-        elif isinstance(s, cst.AugAssign):
+        elif type(s) is cst.AugAssign:
             self.bind_target(scope, s.target)
-        elif isinstance(s, (cst.Global, cst.Nonlocal)):
+        elif type(s) in (cst.Global, cst.Nonlocal):
             for n in s.names:
                 self.bind(scope, n.name.value)
-        elif isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+        elif type(s) is cst.Expr and type(s.value) is cst.Call:
             call = s.value
             func = call.func
-            if (isinstance(func, cst.Attribute) and func.attr.value == "register_buffer"
-                    and isinstance(func.value, cst.Name) and func.value.value == "self" and cls is not None
+            if (type(func) is cst.Attribute and func.attr.value == "register_buffer"
+                    and type(func.value) is cst.Name and func.value.value == "self" and cls is not None
                     and call.args and string_value(call.args[0].value)):
                 self.f.values.record_buffer(cls, string_value(call.args[0].value))
 
     def statement(self, stmt: cst.BaseStatement, scope, cls) -> None:
         f = self.f
-        if isinstance(stmt, cst.SimpleStatementLine):
-            is_import = all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+        if type(stmt) is cst.SimpleStatementLine:
+            is_import = all(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body)
             for s in stmt.body:
                 self.small(s, scope, cls, stmt)
             if scope is None and cls is None and self.leading:
                 if is_import:
                     f.last_import = stmt
-                elif not (len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-                          and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+                elif not (len(stmt.body) == 1 and type(stmt.body[0]) is cst.Expr
+                          and type(stmt.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)):
                     self.leading = False
             return
         if scope is None and cls is None:
-            if isinstance(stmt, cst.Try) and self.leading:
+            if type(stmt) is cst.Try and self.leading:
                 pass  # try/except ImportError blocks belong to the import block
             else:
                 self.leading = False
-        if isinstance(stmt, cst.FunctionDef):
+        if type(stmt) is cst.FunctionDef:
             self.bind(scope, stmt.name.value)
             f.values.record_def(stmt, scope, cls)
             self.params(stmt, stmt)
             self.suite(stmt.body, stmt, cls)
-        elif isinstance(stmt, cst.ClassDef):
+        elif type(stmt) is cst.ClassDef:
             self.bind(scope, stmt.name.value)
             f.values.record_def(stmt, scope, cls)
             is_mod = False
@@ -303,29 +303,29 @@ class _Prescan:
             self.suite(stmt.body, scope, stmt)
             if not is_mod and f.values.tensor_dataset_class(stmt):
                 f.tensor_datasets.add(stmt.name.value)
-        elif isinstance(stmt, (cst.For,)):
+        elif type(stmt) is cst.For:
             self.bind_target(scope, stmt.target)
             f.values.record_for(stmt.target, stmt.iter, scope)
             self.suite(stmt.body, scope, cls)
             if stmt.orelse:
                 self.suite(stmt.orelse.body, scope, cls)
-        elif isinstance(stmt, cst.While):
+        elif type(stmt) is cst.While:
             self.suite(stmt.body, scope, cls)
             if stmt.orelse:
                 self.suite(stmt.orelse.body, scope, cls)
-        elif isinstance(stmt, cst.If):
+        elif type(stmt) is cst.If:
             self.suite(stmt.body, scope, cls)
             if stmt.orelse is not None:
-                if isinstance(stmt.orelse, cst.If):
+                if type(stmt.orelse) is cst.If:
                     self.statement(stmt.orelse, scope, cls)
                 else:
                     self.suite(stmt.orelse.body, scope, cls)
-        elif isinstance(stmt, cst.With):
+        elif type(stmt) is cst.With:
             for item in stmt.items:
                 if item.asname is not None:
                     self.bind_target(scope, item.asname.name)
             self.suite(stmt.body, scope, cls)
-        elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+        elif type(stmt) is cst.Try or type(stmt).__name__ == "TryStar":
             self.suite(stmt.body, scope, cls)
             for h in stmt.handlers:
                 if h.name is not None:

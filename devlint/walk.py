@@ -25,11 +25,13 @@ import bisect
 import dataclasses
 import inspect
 import re
+import typing
 from contextlib import contextmanager
 from operator import attrgetter
 from typing import Iterable, Iterator, Optional
 
 import libcst as cst
+from libcst import MaybeSentinel
 from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 
@@ -144,14 +146,61 @@ def _child_kind(t: type) -> int:
     return k
 
 
+def _annotation_classes(tp) -> list:
+    args = typing.get_args(tp)
+    if args:
+        return [c for a in args for c in _annotation_classes(a)]
+    return [tp]
+
+
+_TRIVIA_FIELDS: dict[tuple, bool] = {}
+
+
+def _trivia_field(t: type, name: str) -> bool:
+    """Field ``name`` of node type ``t`` can hold only layout and operator tokens (by its
+    declared type: ``lpar: Sequence[LeftParen]``, ``comma: Comma | MaybeSentinel``)."""
+    key = (t, name)
+    known = _TRIVIA_FIELDS.get(key)
+    if known is None:
+        fld = next((f for f in dataclasses.fields(t) if f.name == name), None)
+        known = False
+        if fld is not None and not isinstance(fld.type, str):
+            classes = [c for c in _annotation_classes(fld.type) if c not in (MaybeSentinel, type(None))]
+            known = bool(classes) and all(
+                isinstance(c, type) and issubclass(c, cst.CSTNode) and (c in TRIVIA or issubclass(c, _TRIVIA_BASES))
+                for c in classes)
+        _TRIVIA_FIELDS[key] = known
+    return known
+
+
+# type -> its visiting order without trivia-only fields (types whose order never varies)
+_NONTRIVIA_ORDER: dict[type, tuple[str, ...]] = {}
+
+
+def _nontrivia_order(node: cst.CSTNode) -> tuple[str, ...]:
+    t = type(node)
+    order = child_fields(node)
+    kept = tuple(f for f in order if not _trivia_field(t, f))
+    if t in _STATIC:
+        _NONTRIVIA_ORDER[t] = kept
+    return kept
+
+
 def children(node: cst.CSTNode, trivia: bool = True) -> list:
     """``node.children``, in the same order, without its cost: LibCST's property rebuilds the
     node (validation included) to collect them, ~10x slower. ``trivia=False`` leaves out
     layout and operator-token nodes (whitespace, commas, parentheses, ``+``...), for walks
-    that look for names, calls or attributes."""
+    that look for names, calls or attributes (and does not even read the fields that can
+    hold nothing else)."""
     out: list = []
     kinds = _CHILD_KIND
-    for f in child_fields(node):
+    if trivia:
+        order = child_fields(node)
+    else:
+        order = _NONTRIVIA_ORDER.get(type(node))
+        if order is None:
+            order = _nontrivia_order(node)
+    for f in order:
         v = getattr(node, f)
         k = kinds.get(type(v))
         if k is None:

@@ -288,3 +288,15 @@ def test_default_jobs_is_the_cpu_count():
 
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert default_jobs() == n
+
+
+@pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
+def test_children_without_trivia_skips_only_trivia(name, source):
+    """``children(n, trivia=False)`` skips the fields that can hold only layout tokens without
+    reading them: it still gives every other child, in order."""
+    stack = [cst.parse_module(source)]
+    while stack:
+        n = stack.pop()
+        full = walk.children(n, trivia=True)
+        assert walk.children(n, trivia=False) == [c for c in full if type(c) not in walk.TRIVIA]
+        stack.extend(full)
