@@ -334,6 +334,8 @@ def visit_batched(module: cst.CSTNode, visitors: Iterable) -> None:
             la = methods.get(f"leave_{name}_{f}", empty)
             fields.append((f, tuple(va), tuple(la)))
         names = [f for f, _va, _la in fields]
+        if skip_trivia:
+            names = [f for f in names if not _trivia_field(t, f)]  # not even read
         if any(va or la for _f, va, la in fields):
             getter = None  # attribute visitors: the field-by-field loop
         elif not names:
