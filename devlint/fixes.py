@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Iterable, Optional
 import libcst as cst
 
 from devlint.analysis.style import string_quote
-from devlint.diagnostic import Fix
+from devlint.diagnostic import Applicability, Fix
 from devlint.facts import TENSOR, PARAM, FileFacts, dotted
+from devlint.walk import children
 
 if TYPE_CHECKING:
     from devlint.context import FileContext
@@ -137,6 +138,57 @@ class _Replace(cst.CSTTransformer):
         if new is not None:
             return new
         return updated_node
+
+
+def method_call(value: cst.BaseExpression, meth: str, *args: cst.BaseExpression) -> cst.Call:
+    """``value.meth(*args)``, parenthesising ``value`` where the attribute would bind wrongly."""
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(cst.Attribute(value, cst.Name(meth)), [cst.Arg(a) for a in args])
+
+
+class _Compose(cst.CSTTransformer):
+    def __init__(self, edits: dict) -> None:
+        super().__init__()
+        self.edits = edits
+
+    def on_leave(self, original_node, updated_node):
+        edit = self.edits.get(original_node)
+        return edit(updated_node) if edit is not None else updated_node
+
+
+def composed_replacements(root: cst.CSTNode, edits: dict) -> dict:
+    """Node replacements for a fix made of nested edits (original node -> function of the
+    node with its inner edits applied): one replacement per outermost edited node, each
+    with the edits inside it applied first, innermost first, so they compose."""
+    transformer = _Compose(edits)
+    replacements = {}
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n in edits:
+            replacements[n] = n.visit(transformer)
+        else:
+            stack.extend(children(n))
+    return replacements
+
+
+def accumulate_on_device(facts: FileFacts, loop: cst.CSTNode, edits: list) -> Fix:
+    """DL008's fix: every ``(accumulator, "sum" | "list", call)`` in ``edits`` keeps the value on
+    the device (``x.item()`` -> ``x.detach()``) and reads it once after ``loop``."""
+    t, needs_torch = torch_ref(facts)
+    repl = {}
+    after: list = []
+    for acc, how, call in edits:
+        repl[call] = call.with_changes(func=call.func.with_changes(attr=cst.Name("detach")))
+        line = (f"{acc} = {t}.as_tensor({acc}).item()\n" if how == "sum"
+                else f"{acc} = [v.item() for v in {acc}]\n")
+        if line not in after:
+            after.append(line)
+    new_loop = loop.visit(_Replace(repl))
+    stmts = [cst.parse_statement(line) for line in after]
+    return Fix(Applicability.UNSAFE, "accumulate on the device and read the value once after the loop",
+               {loop: cst.FlattenSentinel([new_loop, *stmts])}, needs_torch_import=needs_torch)
 
 
 def _is_import_line(stmt: cst.CSTNode) -> bool:

@@ -6,12 +6,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.accumulators import ReplaceIn, arith_path, contains, count_name, initialised_before, short
+from devlint.analysis.accumulators import accumulation, contains, short
 from devlint.analysis.loops import Loop, LoopFrames, every_iteration, in_test_code
 from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_logged, only_reads, usage_of
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
-from devlint.fixes import torch_ref
-from devlint.rule import Invalid, Rule, unsafe
+from devlint.fixes import accumulate_on_device
+from devlint.rule import Invalid, Rule
 
 _OPTIMIZER_NAME = re.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
 _LOADER_NAME = re.compile(r"loader", re.I)
@@ -360,7 +360,7 @@ class SyncInLoop(LoopFrames, Rule):
             else:
                 self.report(c.node, msg)
         for loop_node, items in groups.items():
-            fix = self._fix(self.loops[loop_node], [e for _, e in items])
+            fix = accumulate_on_device(self.facts, loop_node, [e for _, e in items])
             for c, _ in items:
                 self.report(c.node, self._message(c, self.loops[loop_node]), fix)
 
@@ -423,40 +423,9 @@ class SyncInLoop(LoopFrames, Rule):
 
     # ---- the fix --------------------------------------------------------------------------
     def _edit(self, c: _Candidate, lp: Loop):
-        """(accumulator, "sum"/"list") when ``c`` is only summed or appended, else None."""
+        """(accumulator, "sum"/"list", call) when ``c`` is only summed or appended, else None."""
         inner = [f for f in c.frames if f[0] == "loop"]
         if not inner or inner[-1][1] is not lp:
             return None  # a nested loop between
-        small = c.small
-        acc = None
-        if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign):
-            if isinstance(small.target, cst.Name) and arith_path(small.value, c.node):
-                acc, how = small.target.value, "sum"
-        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            call = small.value
-            f = call.func
-            if (isinstance(f, cst.Attribute) and f.attr.value == "append" and isinstance(f.value, cst.Name)
-                    and len(call.args) == 1 and call.args[0].value is c.node and call.args[0].keyword is None):
-                acc, how = f.value.value, "list"
-        if acc is None or c.stmt is None or not any(s is small for s in c.stmt.body):
-            return None
-        if not initialised_before(lp.suite, lp.node, acc, how):
-            return None
-        if count_name(lp.node, acc) != 1:
-            return None  # read (or written) elsewhere in the loop
-        return (acc, how, c.node)
-
-    def _fix(self, lp: Loop, edits: list):
-        t, needs_torch = torch_ref(self.facts)
-        repl = {}
-        after = []
-        for acc, how, call in edits:
-            repl[call] = call.with_changes(func=call.func.with_changes(attr=cst.Name("detach")))
-            line = (f"{acc} = {t}.as_tensor({acc}).item()\n" if how == "sum"
-                    else f"{acc} = [v.item() for v in {acc}]\n")
-            if line not in after:
-                after.append(line)
-        new_loop = lp.node.visit(ReplaceIn(repl))
-        stmts = [cst.parse_statement(line) for line in after]
-        return unsafe("accumulate on the device and read the value once after the loop",
-                      {lp.node: cst.FlattenSentinel([new_loop, *stmts])}, needs_torch_import=needs_torch)
+        found = accumulation(c.small, c.node, c.stmt, lp.node, lp.suite)
+        return (*found, c.node) if found is not None else None

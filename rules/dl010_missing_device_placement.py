@@ -13,9 +13,9 @@ from devlint.analysis.scripts import device_aware, fed_models, model_constructio
 from devlint.callargs import with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import call_arg, dotted
-from devlint.fixes import choose_device
+from devlint.fixes import choose_device, composed_replacements, method_call
 from devlint.rule import Invalid, Rule
-from devlint.walk import children, nodes
+from devlint.walk import nodes
 
 _MODULE_API = frozenset(
     """parameters named_parameters buffers named_buffers modules named_modules children named_children
@@ -35,24 +35,6 @@ _EDIT_WORDS = {
     "load": ("`map_location={d}` on {n} `torch.load`", "`map_location={d}` on {n} `torch.load` calls"),
     "cpu": ("`.cpu()` before {n} `.numpy()`", "`.cpu()` before {n} `.numpy()` calls"),
 }
-
-
-def _method(value: cst.BaseExpression, meth: str, *args: cst.BaseExpression) -> cst.Call:
-    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return cst.Call(cst.Attribute(value, cst.Name(meth)), [cst.Arg(a) for a in args])
-
-
-class _Edits(cst.CSTTransformer):
-    """Applies edit functions keyed on original nodes, innermost first, so edits compose."""
-
-    def __init__(self, edits: dict) -> None:
-        super().__init__()
-        self.edits = edits
-
-    def on_leave(self, original_node, updated_node):
-        e = self.edits.get(original_node)
-        return e[1](updated_node) if e is not None else updated_node
 
 
 @dataclass
@@ -218,7 +200,7 @@ class MissingDevicePlacement(Rule):
             sc.models.add(name)
             if isinstance(node.value, cst.Call) and self._is_loss(node.value) and not node.value.args:
                 continue  # a loss without arguments holds no tensor: nothing to move
-            self._edit(node.value, "model", lambda u: _method(u, "to", self.dev))
+            self._edit(node.value, "model", lambda u: method_call(u, "to", self.dev))
             self.models_moved.append(name)
         for sc in scopes:
             seeds = callee_seeds.get(sc.node.name.value if sc.node is not None else None)
@@ -368,7 +350,7 @@ class MissingDevicePlacement(Rule):
                 continue
             if self._on_device(flow.leaves(recv)):
                 self._edit(call, "cpu", lambda u: u.with_changes(func=u.func.with_changes(
-                    value=_method(u.func.value, "cpu"))))
+                    value=method_call(u.func.value, "cpu"))))
 
     def _on_device(self, leaves) -> bool:
         return any(lf.kind == DEVICE or (lf.kind == ORIGIN and lf.node in self.edits) for lf in leaves)
@@ -381,7 +363,7 @@ class MissingDevicePlacement(Rule):
         code = self.ctx.module.code_for_node
         if lf.kind == ORIGIN and lf.name not in self.dataset_inputs:
             if (self.facts.qualname(lf.node.func) or "").endswith("from_numpy"):
-                self._edit(lf.node, "to", lambda u: _method(u, "to", self.dev))
+                self._edit(lf.node, "to", lambda u: method_call(u, "to", self.dev))
             else:
                 self._edit(lf.node, "device", lambda u: with_keyword(u, "device", self.dev))
             return True
@@ -443,16 +425,7 @@ class MissingDevicePlacement(Rule):
             if n:
                 parts.append((one if n == 1 else many).format(n=n, d=dev))
         message += f" (missing: {'; '.join(parts)})"
-        # one replacement per outermost edited node; edits nested in it are composed into it
-        transformer = _Edits(self.edits)
-        replacements = {}
-        stack = [module]
-        while stack:
-            n = stack.pop()
-            if n in self.edits:
-                replacements[n] = n.visit(transformer)
-            else:
-                stack.extend(children(n))
+        replacements = composed_replacements(module, {n: e[1] for n, e in self.edits.items()})
         reasons = list(dict.fromkeys(self.reasons))
         if reasons:
             fix = choice.fix(Applicability.UNSAFE,

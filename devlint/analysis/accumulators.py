@@ -4,20 +4,13 @@ small tree queries over a loop body (does it contain a node, how often is a name
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from devlint.walk import children
 
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
-
-
-class ReplaceIn(cst.CSTTransformer):
-    def __init__(self, replacements: dict) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):
-        return self.replacements.get(original_node, updated_node)
 
 
 def contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
@@ -93,3 +86,26 @@ def initialised_before(suite: cst.CSTNode, loop: cst.CSTNode, acc: str, how: str
 def short(text: str, n: int = 40) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def accumulation(small: cst.BaseSmallStatement, call: cst.Call, stmt, loop: cst.CSTNode,
+                 suite: cst.CSTNode) -> Optional[tuple[str, str]]:
+    """``(accumulator, "sum" | "list")`` when ``call``, in ``small`` (a statement of ``stmt``), is
+    only added to a number (``total += x.item()``) or appended to a list
+    (``losses.append(x.item())``) that is initialised in ``suite`` before ``loop`` and read
+    nowhere else in the loop; else None."""
+    acc = None
+    if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign):
+        if isinstance(small.target, cst.Name) and arith_path(small.value, call):
+            acc, how = small.target.value, "sum"
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        c = small.value
+        f = c.func
+        if (isinstance(f, cst.Attribute) and f.attr.value == "append" and isinstance(f.value, cst.Name)
+                and len(c.args) == 1 and c.args[0].value is call and c.args[0].keyword is None):
+            acc, how = f.value.value, "list"
+    if acc is None or stmt is None or not any(s is small for s in stmt.body):
+        return None
+    if not initialised_before(suite, loop, acc, how) or count_name(loop, acc) != 1:
+        return None
+    return acc, how

@@ -297,6 +297,9 @@ def try_guards(try_node: cst.CSTNode) -> bool:
 # ---------------------------------------------------------------------------------
 
 def _is_nccl_init(facts, call: cst.Call) -> bool:
+    f = call.func
+    if type(f) is cst.Attribute and not f.attr.value.endswith("init_process_group"):
+        return False  # `x.y.other()`: resolving the name cannot change its last part
     q = facts.qualname(call.func) or dotted(call.func) or ""
     if not q.endswith("init_process_group"):
         return False
@@ -314,10 +317,11 @@ def _callee(call: cst.Call) -> Optional[str]:
 
 
 def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
-    if isinstance(small, cst.Assert):
+    t = type(small)  # concrete node classes: cheaper than isinstance() against LibCST's ABCs
+    if t is cst.Assert:
         return guard_polarity(facts, small.test) == 1
-    value = small.value if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) else None
-    if not isinstance(value, cst.Call):
+    value = small.value if t is cst.Expr or t is cst.Assign or t is cst.AnnAssign else None
+    if type(value) is not cst.Call:
         return False
     if _is_nccl_init(facts, value):
         return True
@@ -329,9 +333,12 @@ def statement_ensures_cuda(facts, stmt: cst.CSTNode, ensuring: Optional[set] = N
     """Whether the rest of ``stmt``'s block runs only with a usable GPU (it raises/exits otherwise)."""
     if ensuring is None:
         ensuring = model(facts).ensuring
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return any(_small_ensures(facts, s, ensuring) for s in stmt.body)
-    if isinstance(stmt, cst.If):
+    if type(stmt) is cst.SimpleStatementLine:
+        for s in stmt.body:
+            if _small_ensures(facts, s, ensuring):
+                return True
+        return False
+    if type(stmt) is cst.If:
         pol = guard_polarity(facts, stmt.test)
         if pol == -1 and _raises(stmt.body):
             return True
@@ -380,8 +387,7 @@ _RUNTIME = frozenset({"torch.cuda.current_device", "torch.cuda.set_device", "tor
 
 
 # the last parts of _RUNTIME's names: a file that spells none of them calls none of them
-_RUNTIME_WORD = re.compile(rb"\b(?:" + b"|".join(sorted({q.rsplit(".", 1)[-1].encode() for q in _RUNTIME}))
-                           + rb")\b")
+_RUNTIME_WORD = re.compile(b"|".join(sorted({q.rsplit(".", 1)[-1].encode() for q in _RUNTIME})))
 
 
 def calls_cuda_runtime(facts, fn: cst.FunctionDef) -> bool:
