@@ -448,7 +448,8 @@ class ContextTracker(BatchableCSTVisitor):
         self._method_of = {}
         self._params: set = set()  # pytest.param(..., marks=<GPU mark>) calls entered
         # a module-level GPU mark (`pytestmark`), CUDA extension code: the whole file
-        self.blocks[0].guarded = guards.model(self.facts).file_guarded
+        self.guards = guards.model(self.facts)  # asked for every statement: looked up once
+        self.blocks[0].guarded = self.guards.file_guarded
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node)
@@ -471,9 +472,9 @@ class ContextTracker(BatchableCSTVisitor):
         guarded = bool(node.decorators) and guards.decorator_guards(self.facts, node)
         cls = self._method_of.get(node)
         if not guarded and cls is not None and node.name.value != "__init__":
-            guarded = cls in guards.model(self.facts).guarded_classes  # its __init__ ensures a GPU
+            guarded = cls in self.guards.guarded_classes  # its __init__ ensures a GPU
         if not guarded:
-            guarded = node in guards.model(self.facts).cuda_only_functions  # imports TensorRT, CuPy ...
+            guarded = node in self.guards.cuda_only_functions  # imports TensorRT, CuPy ...
         if not guarded:
             guarded = guards.function_ensures_cuda(self.facts, node)  # raises unless a GPU is usable
         self._push_block(guarded)
@@ -618,8 +619,9 @@ class _Closer(BatchableCSTVisitor):
     def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         # `init_process_group("nccl")`, `check_gpu()` (a function of the file that exits without
         # a GPU): the rest of the block runs only with one
-        if not self.t.blocks[-1].guarded and guards.statement_ensures_cuda(self.t.facts, node):
-            self.t.blocks[-1].guarded = True
+        t = self.t
+        if not t.blocks[-1].guarded and guards.statement_ensures_cuda(t.facts, node, t.guards.ensuring):
+            t.blocks[-1].guarded = True
 
     def leave_Call(self, node: cst.Call) -> None:
         if node in self.t._params:

@@ -503,10 +503,10 @@ class HardcodedCuda(Rule):
 
     def visit_Param(self, node: cst.Param) -> None:
         d = node.default
-        if self._silent() or d is None:
+        if d is None:
             return
         is_device_call = isinstance(d, cst.Call) and self.facts.qualname(d.func) == "torch.device"
-        if not (is_cuda_string(d) or is_device_call):
+        if not (is_cuda_string(d) or is_device_call) or self._silent():
             return
         fn = self.t.function
         if fn is not None and (default_is_dead(self.facts, fn, node) or not param_places(

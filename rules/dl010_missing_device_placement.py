@@ -164,7 +164,14 @@ class MissingDevicePlacement(Rule):
         self.datasets_classes = dataset_classes(module, self.facts)
         if smoke_test_library(module):
             return
-        self._port(module, scopes, found)
+        try:
+            self._port(module, scopes, found)
+        finally:
+            # the edits' and the origins' callbacks close over this rule: let them go, so the
+            # file's tree is freed when the lint ends (no reference cycle)
+            for sc in scopes:
+                sc.flow = None
+            self.edits, self.scopes = {}, []
 
     @staticmethod
     def _is_loss(call: cst.Call) -> bool:

@@ -585,8 +585,8 @@ class ValueModel:
             if isinstance(expr.func, cst.Name):
                 if expr.func.value in self.names.module_classes:
                     return MODULE
-                ks, _ = self._name_kinds(expr.func.value, scope, cls)
-                if ks == {TENSOR_CTOR}:
+                # assignment evidence only (usage never makes a constructor): no usage read
+                if self.kinds(expr.func.value, scope) == {TENSOR_CTOR}:
                     return TENSOR  # T(...) with T = torch.cuda.FloatTensor if c else torch.FloatTensor
             if isinstance(expr.func, cst.Attribute):
                 meth = expr.func.attr.value
