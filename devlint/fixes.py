@@ -129,15 +129,18 @@ def visible_device_var(ctx: "FileContext") -> Optional[str]:
 
 
 class _Replace(cst.CSTTransformer):
+    """Replaces original nodes: by a new node, or by what a function makes of the node with
+    the edits inside it already applied (nested edits compose, innermost first)."""
+
     def __init__(self, replacements: dict) -> None:
         super().__init__()
         self.replacements = replacements
 
     def on_leave(self, original_node, updated_node):
         new = self.replacements.get(original_node)
-        if new is not None:
-            return new
-        return updated_node
+        if new is None:
+            return updated_node
+        return new(updated_node) if callable(new) else new
 
 
 def method_call(value: cst.BaseExpression, meth: str, *args: cst.BaseExpression) -> cst.Call:
@@ -147,21 +150,11 @@ def method_call(value: cst.BaseExpression, meth: str, *args: cst.BaseExpression)
     return cst.Call(cst.Attribute(value, cst.Name(meth)), [cst.Arg(a) for a in args])
 
 
-class _Compose(cst.CSTTransformer):
-    def __init__(self, edits: dict) -> None:
-        super().__init__()
-        self.edits = edits
-
-    def on_leave(self, original_node, updated_node):
-        edit = self.edits.get(original_node)
-        return edit(updated_node) if edit is not None else updated_node
-
-
 def composed_replacements(root: cst.CSTNode, edits: dict) -> dict:
     """Node replacements for a fix made of nested edits (original node -> function of the
     node with its inner edits applied): one replacement per outermost edited node, each
     with the edits inside it applied first, innermost first, so they compose."""
-    transformer = _Compose(edits)
+    transformer = _Replace(edits)
     replacements = {}
     stack = [root]
     while stack:
