@@ -38,7 +38,7 @@ from devlint.analysis.values import (  # noqa: F401 (re-exported: rules import t
     annotation_kind, is_module_base,
 )
 from devlint.syntax import (  # noqa: F401 - re-exported: rules import them from here
-    call_arg, dotted, is_cuda_string, root_name, string_value,
+    call_arg, dotted, is_cuda_string, own_params, root_name, string_value,
 )
 from devlint.walk import children
 
@@ -229,7 +229,7 @@ class _Prescan:
 
     def params(self, fn: cst.FunctionDef, scope) -> None:
         p = fn.params
-        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+        for param in own_params(fn):
             self.bind(scope, param.name.value)
             self.f.values.record_param(scope, param)
         for star in (p.star_arg, p.star_kwarg):

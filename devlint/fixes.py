@@ -10,6 +10,7 @@ import libcst as cst
 from devlint.analysis.style import string_quote
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import TENSOR, PARAM, FileFacts, dotted
+from devlint.syntax import own_params
 from devlint.walk import children
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def choose_library_device(ctx: "FileContext", avoid: Iterable[str] = ()) -> Opti
     fn = ctx.tracker.function
     if not choice.needs_var or fn is None:
         return choice  # module-level code places on import anyway: the global changes nothing
-    for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+    for p in own_params(fn):
         name = p.name.value
         if (name not in avoid and name not in ctx.facts.rebound.get(fn, ())
                 and ctx.facts.evidence.get((fn, name), set()) & {TENSOR, PARAM}):
@@ -290,14 +291,14 @@ def _keyword(name: str, value: cst.BaseExpression, comma=cst.MaybeSentinel.DEFAU
                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
 
 
-def cuda_to_call(call: cst.Call, func: cst.Attribute, device: cst.BaseExpression) -> cst.Call:
+def cuda_to_call(call: cst.Call, device: cst.BaseExpression) -> cst.Call:
     """``x.cuda(...)`` -> ``x.to(device, <its other keywords>)`` (an index or ``device=`` dropped)."""
     kwargs = [a for a in call.args if a.keyword is not None and a.keyword.value != "device"]
     args = [cst.Arg(device), *kwargs]
     if kwargs:
         args[0] = args[0].with_changes(comma=_arg_comma())
         args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+    return call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
 
 
 def legacy_factory(call: cst.Call) -> Optional[str]:

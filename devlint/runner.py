@@ -399,8 +399,7 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
                     continue
         if jobs == 1:
             # one process: lint as we go (never holds more than one file)
-            if not _frozen:
-                _freeze_imports()
+            _freeze_imports()
             outcomes[i] = (process_source(source, path, display, s, fix=fix, diff=diff) if lint_only
                            else process_file(path, display, s, fix=fix, diff=diff))
             _store(cache, keys.get(i), outcomes[i], display, lint_only, own.get(i, ""))
@@ -410,8 +409,7 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
     workers = min(jobs, len(work))
     done = len(files) - len(work)
     if workers == 1:
-        if not _frozen:
-            _freeze_imports()
+        _freeze_imports()
         for i, path, display, source, s in work:
             outcomes[i] = (process_file(path, display, s, fix=fix, diff=diff) if source is None
                            else process_source(source, path, display, s, fix=fix, diff=diff))
@@ -470,6 +468,8 @@ def _freeze_imports() -> None:
     every parse triggers then never walk the imported modules again (~a third of the
     collector's time over a large run). Once per process: later objects stay collectable."""
     global _frozen
+    if _frozen:
+        return
     from devlint import registry
 
     importlib.import_module("devlint.engine")

@@ -78,6 +78,13 @@ def call_arg(call: cst.Call, pos: Optional[int], kw: Optional[str]) -> Optional[
     return None
 
 
+def own_params(fn: cst.FunctionDef) -> tuple:
+    """Every named parameter of ``fn`` (positional-only, ordinary, keyword-only; not ``*args``
+    or ``**kwargs``)."""
+    p = fn.params
+    return (*p.posonly_params, *p.params, *p.kwonly_params)
+
+
 def bound_names(target: cst.CSTNode) -> list:
     """The names an assignment or loop target binds: ``a``, ``(a, b)``, ``[a, *rest]``
     (nothing for ``a.x`` or ``a[i]``, which bind into an existing object)."""

@@ -10,8 +10,8 @@ from devlint.analysis.calls import (call_graph, default_is_dead, guarded_by_call
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
-from devlint.fixes import (DeviceChoice, choose_device, choose_library_device, cuda_to_call, guarded_literal, legacy_factory,
-                           legacy_type_call, torch_ref)
+from devlint.fixes import (DeviceChoice, choose_device, choose_library_device, cuda_to_call, guarded_literal,
+                           legacy_factory, legacy_type_call, torch_ref)
 from devlint.rule import Invalid, Rule
 
 LEGACY_TYPES = {
@@ -259,7 +259,7 @@ class HardcodedCuda(Rule):
         self._guarded_literals: set = set()  # int / "cuda" literals under a guard
         self._param_moves: dict = {}  # (FunctionDef, param) -> placements `.to(param)` seen
         self._dead: set = set()  # parameter defaults that never run or never place
-        self._runtime: dict = {}  # function -> silent throughout (see _silent)
+        self._silent_in: dict = {}  # function -> silent throughout (see _silent)
         self._site_guarded: dict = {}  # Call -> guarded where it is made
         self._pending: list = []  # findings inside functions: kept unless every caller guards
 
@@ -275,11 +275,11 @@ class HardcodedCuda(Rule):
         fn = t.function
         if fn is None:
             return False
-        silent = self._runtime.get(fn)  # the same for every node of the function: asked once
+        silent = self._silent_in.get(fn)  # the same for every node of the function: asked once
         if silent is None:
             # a library function that calls torch.cuda.current_device() & co anyway, or a
             # class's own `cuda()` method
-            silent = self._runtime[fn] = (
+            silent = self._silent_in[fn] = (
                 (self._is_library() and guards.calls_cuda_runtime(self.facts, fn))
                 or (t.method is fn and fn.name.value == "cuda"))
         return silent
@@ -444,7 +444,7 @@ class HardcodedCuda(Rule):
         if choice is None:
             self.report(node, what)
             return
-        new = cuda_to_call(node, func, choice.expr)
+        new = cuda_to_call(node, choice.expr)
         fix = choice.fix(self._applicability(indexed),
                          "use `.to(device)`" + (" (drops the device index)" if indexed else ""), {node: new})
         self.report(node, what, fix)

@@ -8,7 +8,7 @@ from devlint.analysis.checkpoints import (HostSaves, host_used_load, is_dataset_
 from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import call_arg
+from devlint.facts import call_arg, own_params
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule, safe, unsafe
 
@@ -276,8 +276,7 @@ class LoadWithoutMapLocation(Rule):
         applicability = Applicability.SAFE if node in self._into_state_dict else Applicability.UNSAFE
         fn = self.t.function
         if fn is not None:
-            p = fn.params
-            names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+            names = [x.name.value for x in own_params(fn)]
             rebound = self.facts.rebound.get(fn, set())
             for wanted in ("map_location", "device"):
                 if wanted in names and wanted not in rebound:

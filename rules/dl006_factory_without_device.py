@@ -5,7 +5,7 @@ import libcst as cst
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
 from devlint.analysis.hostflow import declares_host, ends_placed
 from devlint.analysis.usage import factory_of_chain, is_zero_dim, may_touch_device, usage_of
-from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls
+from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls, own_params
 from devlint.rule import Invalid, Rule, safe, unsafe
 
 RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
@@ -367,8 +367,7 @@ class FactoryWithoutDevice(Rule):
         return follow
 
     def _tensor_arg(self, method: cst.FunctionDef, cls):
-        p = method.params
-        params = [x for x in (*p.posonly_params, *p.params, *p.kwonly_params) if x.name.value not in ("self", "cls")]
+        params = [x for x in own_params(method) if x.name.value not in ("self", "cls")]
         attr_use = self._attr_use.get(method, set())
         for prm in params:
             name = prm.name.value

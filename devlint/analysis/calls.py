@@ -23,7 +23,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.syntax import dotted, is_cuda_string
+from devlint.syntax import dotted, is_cuda_string, own_params
 from devlint.walk import children, nodes
 
 UNKNOWN = object()  # the argument of a call that cannot be matched to a parameter (``*args``)
@@ -197,8 +197,7 @@ def literals_reaching(facts, fn: cst.FunctionDef, param: str, depth: int = 0, on
                 uses = sum(1 for n in nodes(body) if isinstance(n, cst.Name) and n.value == name)
                 yield lits, f.name, only and uses == 2
             elif (scope is not None and depth < 1 and name not in facts.rebound.get(scope, ())
-                  and any(p.name.value == name for p in (*scope.params.posonly_params, *scope.params.params,
-                                                          *scope.params.kwonly_params))):
+                  and any(p.name.value == name for p in own_params(scope))):
                 passed_only = sum(1 for n in nodes(scope.body) if isinstance(n, cst.Name) and n.value == name) == 1
                 yield from literals_reaching(facts, scope, name, depth + 1, only and passed_only)
 
@@ -279,11 +278,6 @@ def _places_ref(call: cst.Call, refs: set) -> bool:
         if a.keyword is None and i == 0 and last in ("to", "cuda", "device"):
             return True
     return False
-
-
-def own_params(fn: cst.FunctionDef) -> tuple:
-    """Every named parameter of ``fn`` (positional-only, ordinary, keyword-only)."""
-    return (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
 
 
 def default_is_dead(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:

@@ -26,6 +26,7 @@ import libcst as cst
 
 from devlint.callargs import factory_takes_device
 from devlint.facts import DEVICE_LESS_FACTORIES, call_arg, dotted
+from devlint.syntax import own_params
 from devlint.walk import nodes, statements
 
 DEVICE, ORIGIN, HOST = "device", "origin", "host"
@@ -146,8 +147,7 @@ def is_functional_loss(qualname: Optional[str]) -> bool:
 def params_of(fn: Optional[cst.FunctionDef]) -> list:
     if fn is None:
         return []
-    p = fn.params
-    return [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+    return [x.name.value for x in own_params(fn)]
 
 
 class Origins:

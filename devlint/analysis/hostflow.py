@@ -26,7 +26,7 @@ import libcst as cst
 
 from devlint.analysis.usage import MOVES, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, dotted
-from devlint.syntax import bound_names
+from devlint.syntax import bound_names, own_params
 from devlint.walk import nodes
 
 _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "tuple", "list", "Tuple", "List", "Sequence",
@@ -67,9 +67,8 @@ def _number(e: cst.BaseExpression) -> bool:
 
 def scalar_params(fn: cst.FunctionDef) -> Set[str]:
     """Parameters that hold Python values: a scalar annotation or a numeric default."""
-    p = fn.params
     out = set()
-    for prm in (*p.posonly_params, *p.params, *p.kwonly_params):
+    for prm in own_params(fn):
         if _annotation_scalar(prm.annotation) or (prm.annotation is None and prm.default is not None
                                                    and _number(prm.default)):
             out.add(prm.name.value)

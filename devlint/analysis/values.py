@@ -355,9 +355,7 @@ class ValueModel:
         """(scope or class, dotted) -> kinds from how values are used, for the whole file."""
         if not self.final:
             return MappingProxyType({})  # the prescan never reads usage
-        for region in (None, *self._fn_cls):
-            self._read_region(region)
-        self._read_rest()
+        self._read_all()
         return MappingProxyType({k: frozenset(v) for k, v in self._found.items()})
 
     def _use_kinds(self, key, d: str) -> frozenset:
@@ -374,9 +372,7 @@ class ValueModel:
                 for fn in self._class_fns.get(key, ()):
                     self._read_region(fn)
             else:  # a scope the prescan did not see: read everything
-                for region in (None, *self._fn_cls):
-                    self._read_region(region)
-                self._read_rest()
+                self._read_all()
             self._ready.add(key)
         return frozenset(self._found.get((key, d), ()))
 
@@ -390,13 +386,13 @@ class ValueModel:
             for c in children(region.body, trivia=False):
                 self._walk(c, region, self._fn_cls.get(region))
 
-    def _read_rest(self) -> None:
-        """Functions the prescan did not record (a safety net: it records every definition)."""
+    def _read_all(self) -> None:
+        for region in (None, *self._fn_cls):
+            self._read_region(region)
+        # functions the prescan did not record (a safety net: it records every definition);
+        # reading them may meet more, which the loop then reads too
         for fn in self._unrecorded:
-            if fn not in self._walked:
-                self._walked.add(fn)
-                for c in children(fn.body, trivia=False):
-                    self._walk(c, fn, self._fn_cls.get(fn))
+            self._read_region(fn)
 
     def _use(self, scope, cls, node: cst.CSTNode, kind: str) -> None:
         d = dotted(node)
