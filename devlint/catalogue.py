@@ -45,6 +45,11 @@ class RuleInfo:
     # match every file the rule could report on.
     prefilter: Prefilter
     default_enabled: bool = True
+    # The target devices on which this rule's bug can happen (config `target-devices`): a
+    # portability rule (code that fails without CUDA) matters only where "cpu" is a target,
+    # DL010 (code that never uses the GPU) only where "cuda" is; the others everywhere. A
+    # default rule none of whose devices is a target is off by default.
+    targets: tuple = ("cpu", "cuda")
 
 
 _RULES = "devlint.rules."
@@ -55,14 +60,14 @@ RULES: tuple[RuleInfo, ...] = (
              # one alternative per method of devlint.facts.CONVERSIONS (a test checks it)
              re.compile(rb"\.(?:bfloat16|bool|byte|char|cpu|cuda|double|float|half|int|long|short|to|type)\(")),
     RuleInfo("DL002", "hardcoded-cuda", "hard-coded CUDA device outside an availability guard",
-             _RULES + "dl002_hardcoded_cuda", re.compile(rb"cuda|\.to\(\s*\d|device\s*=\s*\d")),
+             _RULES + "dl002_hardcoded_cuda", re.compile(rb"cuda|\.to\(\s*\d|device\s*=\s*\d"), targets=("cpu",)),
     RuleInfo("DL003", "loop-transfer", "avoidable host<->device transfer repeated every loop iteration",
              _RULES + "dl003_loop_transfer", Ordered(rb"\b(?:for|while)\b", rb"\.(?:to|cuda)\(|Tensor\((?:np|numpy)\.")),
     RuleInfo("DL004", "unguarded-cuda-api",
              "CUDA runtime call that raises without CUDA, outside an availability guard",
-             _RULES + "dl004_unguarded_cuda_api", re.compile(rb"cuda|pin_memory")),
+             _RULES + "dl004_unguarded_cuda_api", re.compile(rb"cuda|pin_memory"), targets=("cpu",)),
     RuleInfo("DL005", "load-without-map-location", "`torch.load` / `torch.jit.load` without `map_location`",
-             _RULES + "dl005_load_without_map_location", re.compile(rb"load")),
+             _RULES + "dl005_load_without_map_location", re.compile(rb"load"), targets=("cpu",)),
     RuleInfo("DL006", "factory-without-device",
              "tensor factory without `device=` in a per-call `nn.Module` method",
              _RULES + "dl006_factory_without_device", re.compile(rb"def forward")),
@@ -75,7 +80,7 @@ RULES: tuple[RuleInfo, ...] = (
              "plain tensor attribute in nn.Module.__init__ does not move with model.to(device)",
              _RULES + "dl009_unregistered_tensor_attribute", re.compile(rb"def __init__")),
     RuleInfo("DL010", "missing-device-placement", "model built and fed data without any device placement",
-             _RULES + "dl010_missing_device_placement", re.compile(rb"torch")),
+             _RULES + "dl010_missing_device_placement", re.compile(rb"torch"), targets=("cuda",)),
 )
 
 # Reported by the engine itself, outside the rule traversal (a file without `noqa` has
@@ -91,6 +96,8 @@ META: tuple[RuleInfo, ...] = (
 PARSE_ERROR_INFO = RuleInfo("DL000", "parse-error", "file that could not be parsed (syntax error, undecodable bytes)",
                             "devlint.engine", re.compile(rb"(?!)"))
 PARSE_ERROR = (PARSE_ERROR_INFO.code, PARSE_ERROR_INFO.name)
+
+TARGET_DEVICES = ("cpu", "cuda")
 
 BY_CODE: dict[str, RuleInfo] = {r.code: r for r in (PARSE_ERROR_INFO, *RULES, *META)}
 

@@ -191,7 +191,7 @@ def check(paths, fix, unsafe_fixes, diff, show_fixes, select, extend_select, ign
     except cfg.ConfigError as exc:
         _fail(str(exc))
     try:
-        codes = registry.resolve(conf.select, conf.extend_select, conf.ignore)
+        codes = conf.codes()
         if select:
             codes = registry.resolve(registry.split_codes(select))
         cli_ignored = registry.resolve([], registry.split_codes(ignore))

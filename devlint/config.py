@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 
 from devlint import registry
+from devlint.catalogue import TARGET_DEVICES
 from devlint.gitignore import GitIgnoreSpec
 
 CONFIG_NAMES = ("devlint.toml", "pyproject.toml")
@@ -25,7 +26,7 @@ SECTION = ("tool", "devlint")
 
 # key -> (type description, validator)
 KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
-              "fix-style", "device-name", "respect-gitignore")
+              "fix-style", "device-name", "respect-gitignore", "target-devices")
 FIX_STYLES = ("cuda", "accelerator")
 
 
@@ -52,6 +53,12 @@ class Config:
     fix_style: Optional[str] = None
     device_name: Optional[str] = None
     respect_gitignore: bool = True
+    # the devices the project's code is meant to run on (None: both cpu and cuda)
+    target_devices: Optional[tuple[str, ...]] = None
+
+    def codes(self) -> frozenset[str]:
+        """The codes this configuration selects (before command-line options)."""
+        return registry.resolve(self.select, self.extend_select, self.ignore, self.target_devices)
 
 
 # ---------------------------------------------------------------------------------
@@ -162,11 +169,18 @@ def _validate(path: Path, text: str, table_path: tuple[str, ...], table: dict) -
     gitignore = table.get("respect-gitignore", True)
     if not isinstance(gitignore, bool):
         raise err("respect-gitignore", "must be true or false")
+    targets = None
+    if "target-devices" in table:
+        targets = str_list("target-devices")
+        unknown = [t for t in targets if t not in TARGET_DEVICES]
+        if not targets or unknown:
+            raise err("target-devices", f"must be a non-empty list of {', '.join(map(repr, TARGET_DEVICES))}"
+                      + (f", not {unknown[0]!r}" if unknown else ""))
     return Config(path=path, root=path.parent.absolute(), select=select,
                   extend_select=codes("extend-select"), ignore=codes("ignore"),
                   per_file_ignores=tuple(pfi), exclude=str_list("exclude"),
                   extend_exclude=str_list("extend-exclude"), fix_style=fix_style,
-                  device_name=device_name, respect_gitignore=gitignore)
+                  device_name=device_name, respect_gitignore=gitignore, target_devices=targets)
 
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")

@@ -75,10 +75,14 @@ def resolve(
     select: Iterable[str] | None = None,
     extend_select: Iterable[str] = (),
     ignore: Iterable[str] = (),
+    targets: Iterable[str] | None = None,
 ) -> frozenset[str]:
-    """The selected codes: ``select`` (default: rules on by default) + ``extend_select`` - ``ignore``."""
+    """The selected codes: ``select`` (default: rules on by default, less those whose bug
+    cannot happen on any of ``targets``, the config's `target-devices`) + ``extend_select``
+    - ``ignore``."""
     if select is None:
-        chosen = {r.code for r in RULES if r.default_enabled}
+        wanted = set(targets) if targets is not None else None
+        chosen = {r.code for r in RULES if r.default_enabled and (wanted is None or wanted & set(r.targets))}
     else:
         chosen = set()
         for s in select:

@@ -76,7 +76,7 @@ class _Project:
         self.config = found
         self.excluded = bool(conf.exclude + conf.extend_exclude) and cfg.PathFilter(
             conf.root, conf.exclude + conf.extend_exclude, respect_gitignore=False).excluded(path, ancestors=True)
-        codes = registry.resolve(conf.select, conf.extend_select, conf.ignore)
+        codes = conf.codes()
         codes -= cfg.PerFileIgnores(conf.root, conf.per_file_ignores).codes_for(path)
         self.settings = Settings(select=frozenset(codes), fix_style=conf.fix_style or "cuda",
                                  device_name=conf.device_name or "device")

@@ -214,3 +214,51 @@ def test_missing_explicit_config_exits_2(tmp_path, monkeypatch):
     write(tmp_path, {"mod.py": GPU})
     res = run(["check", "--config", "nope.toml", "mod.py"], tmp_path, monkeypatch)
     assert res.exit_code == 2 and "nope.toml" in res.output and "cannot read" in res.output
+
+
+# --- target-devices: a project that runs only on CUDA by design says so once ---------------
+
+CUDA_ONLY = ("import torch\n\nx = torch.ones(2).cuda()\nm = torch.load('m.pt')\n"
+             "for i in range(3):\n    w = torch.ones(3).to('cuda')\n")
+
+
+def test_target_devices_cuda_turns_portability_rules_off(tmp_path, monkeypatch):
+    write(tmp_path, {"train.py": CUDA_ONLY})
+    before = {code for _, code in findings(run(["check", "--output-format", "concise", "."], tmp_path,
+                                                monkeypatch).output)}
+    assert {"DL002", "DL005"} <= before
+    write(tmp_path, {"pyproject.toml": '[tool.devlint]\ntarget-devices = ["cuda"]\n'})
+    res = CliRunner().invoke(main, ["check", "--output-format", "concise", "."], catch_exceptions=False)
+    codes = {code for _, code in findings(res.output)}
+    assert not codes & {"DL002", "DL004", "DL005"}, res.output
+    assert "DL007" in codes  # a host build copied to the GPU still costs a copy there
+
+
+def test_target_devices_explicit_selection_wins(tmp_path, monkeypatch):
+    write(tmp_path, {"train.py": CUDA_ONLY,
+                     "pyproject.toml": '[tool.devlint]\ntarget-devices = ["cuda"]\nextend-select = ["DL005"]\n'})
+    codes = {code for _, code in findings(run(["check", "--output-format", "concise", "."], tmp_path,
+                                               monkeypatch).output)}
+    assert "DL005" in codes and "DL002" not in codes
+
+
+def test_target_devices_cpu_turns_dl010_off(tmp_path, monkeypatch):
+    script = ("import torch\nimport torch.nn as nn\n\nmodel = nn.Linear(4, 2)\n"
+              "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              "for step in range(3):\n    x = torch.randn(8, 4)\n    loss = model(x).sum()\n"
+              "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+    write(tmp_path, {"train.py": script})
+    assert "DL010" in {c for _, c in findings(run(["check", "--output-format", "concise", "."], tmp_path,
+                                                     monkeypatch).output)}
+    write(tmp_path, {"pyproject.toml": '[tool.devlint]\ntarget-devices = ["cpu"]\n'})
+    assert "DL010" not in {c for _, c in findings(run(["check", "--output-format", "concise", "."], tmp_path,
+                                                         monkeypatch).output)}
+
+
+@pytest.mark.parametrize("value", ['["tpu"]', "[]", '"cuda"'])
+def test_target_devices_invalid_is_one_line_error(tmp_path, monkeypatch, value):
+    write(tmp_path, {"train.py": GPU, "pyproject.toml": f"[tool.devlint]\ntarget-devices = {value}\n"})
+    res = run(["check", "."], tmp_path, monkeypatch)
+    assert res.exit_code == 2
+    assert "target-devices" in res.output and "pyproject.toml:2" in res.output
+    assert "Traceback" not in res.output
