@@ -215,7 +215,8 @@ def run(src: str, repos: list[dict], jobs: int) -> dict:
             cell = d.get("cell")
             text = srcs.line(d["filename"], cell, d["line"])
             rec = {"repo": repo["name"], "set": repo["set"], "commit": repo["commit"], "path": d["filename"],
-                   "cell": cell, "line": d["line"], "column": d["column"], "rule": d["code"],
+                   "cell": cell, "line": d["line"], "end_line": d.get("end_line", d["line"]), "column": d["column"],
+                   "rule": d["code"],
                    "hash": line_hash(text), "message": d["message"], "text": text.strip(),
                    "fix": (d.get("fix") or {}).get("applicability")}
             out["findings"].append(rec)
@@ -253,8 +254,16 @@ def score(run_: dict, labels: list[dict], repos: list[dict]) -> dict:
             sampled = group[key] > SAMPLE_CAP and labelled_in_group[key] >= SAMPLE_CAP
             table[(f["set"], f["rule"])]["unsampled" if sampled else "unlabelled"] += 1
     linted = {f["repo"] for f in run_["findings"]} | set(run_["repos"])
+    unparsed = {(f["repo"], f["path"]) for f in run_["findings"] if f["rule"] == "DL000"}
+    spans = collections.defaultdict(list)  # a statement over several lines is reported once
+    for f in run_["findings"]:
+        spans[(f["repo"], f["path"], f["cell"], f["rule"])].append((f["line"], f.get("end_line", f["line"])))
     for lab in labels:
         if id(lab) in reported or not lab["bug"] or lab["repo"] not in linted or lab["repo"] not in sets:
+            continue
+        if (lab["repo"], lab["path"]) in unparsed:  # Python 3 cannot compile it either
+            continue
+        if any(a <= lab["line"] <= b for a, b in spans[(lab["repo"], lab["path"], lab.get("cell"), lab["rule"])]):
             continue
         row = table[(sets[lab["repo"]], lab["rule"])]
         row["missed"] += float(lab.get("weight", 1.0))
@@ -342,13 +351,17 @@ def in_loop(lines: list[str], i: int) -> bool:
 def miss_sample(src: str, repos: list[dict], run_: dict, per_stratum: int) -> list[dict]:
     """A seeded sample of candidate lines devlint does not report, per (repository, rule)
     stratum, each with the weight population / sampled so recall can be estimated."""
-    reported = {(f["repo"], f["path"], f["cell"], f["line"]) for f in run_["findings"]}
+    reported = {(f["repo"], f["path"], f["cell"], ln) for f in run_["findings"]
+                for ln in range(f["line"], f.get("end_line", f["line"]) + 1)}
+    unparsed = {(f["repo"], f["path"]) for f in run_["findings"] if f["rule"] == "DL000"}
     out = []
     for repo in repos:
         root = os.path.join(src, slug(repo["name"]))
         srcs = Sources(root)
         strata = collections.defaultdict(list)
         for rel in source_files(root):
+            if (repo["name"], rel) in unparsed:
+                continue
             cells = sorted(notebook_cells(os.path.join(root, rel))) if rel.endswith(".ipynb") else [None]
             for cell in cells:
                 lines = srcs.lines(rel, cell)

@@ -440,7 +440,8 @@ class HardcodedCuda(Rule):
             indexed = False
         else:
             choice = self._choose({root_name(func.value)})
-        what = "`.cuda(i)` pins a CUDA device index" if indexed else "`.cuda()` hard-codes the CUDA device"
+        what = ("`.cuda(i)` pins a CUDA device index: raises on a machine without CUDA" if indexed
+                else "`.cuda()` hard-codes the CUDA device: raises on a machine without CUDA")
         if choice is None:
             self.report(node, what)
             return
@@ -458,7 +459,7 @@ class HardcodedCuda(Rule):
             if is_cuda_string(v) or (kw == "device" and isinstance(v, cst.Integer)):
                 self._handled.add(v)
                 self._replace_with_device(v, v, f"`{kw}={self.ctx.module.code_for_node(v)}` hard-codes the "
-                                          "CUDA device", avoid={root_name(func)} if func is not None else (),
+                                          "CUDA device: raises on a machine without CUDA", avoid={root_name(func)} if func is not None else (),
                                           unsafe=not places_device(self.facts, node))
 
     def _argparse_default(self, node: cst.Call) -> None:
@@ -466,10 +467,10 @@ class HardcodedCuda(Rule):
         a = call_arg(node, None, "default")
         if a is not None and is_cuda_string(a.value) and any("device" in n or "cuda" in n for n in names):
             self._handled.add(a.value)
-            self._guard_in_place(a.value, "argparse default hard-codes the CUDA device")
+            self._guard_in_place(a.value, "argparse default hard-codes the CUDA device (portability advice: a run that keeps the default fails without CUDA)")
 
     def _legacy_type(self, node: cst.Call, last: str) -> None:
-        msg = f"`torch.cuda.{last}(...)` creates a CUDA-only tensor"
+        msg = f"`torch.cuda.{last}(...)` creates a CUDA-only tensor: raises on a machine without CUDA"
         factory = legacy_factory(node)
         choice = self._choose() if factory is not None else None
         if choice is None:
@@ -498,7 +499,7 @@ class HardcodedCuda(Rule):
             if (d is not None and "device" in d.rsplit(".", 1)[-1].lower()
                     and not _DEVICE_TYPE_NAME.search(d.rsplit(".", 1)[-1])):
                 self._handled.add(node.value)
-                self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device")
+                self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device: what it places fails on a machine without CUDA")
                 return
 
     def visit_Param(self, node: cst.Param) -> None:
@@ -514,7 +515,8 @@ class HardcodedCuda(Rule):
             self._dead.add(d)  # never runs, or only names a device type / is compared
             return
         if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
-            self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device", default=True)
+            self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device (portability advice: "
+                                  "a caller that omits it fails without CUDA)", default=True)
 
     def report(self, node, message, fix=None) -> None:
         fn = self.t.function

@@ -51,7 +51,7 @@ def test_check_reports_findings_with_locations_and_summary(project):
     r = run("check", "--select", "DL001,DL002")
     assert r.exit_code == 1
     lines = r.output.splitlines()
-    assert "gpu.py:2:5: [*] DL002 `.cuda()` hard-codes the CUDA device" in lines
+    assert "gpu.py:2:5: [*] DL002 `.cuda()` hard-codes the CUDA device: raises on a machine without CUDA" in lines
     assert any(l.startswith("gpu.py:3:") and "DL002" in l for l in lines)
     assert any(l.startswith("discard.py:3:1: [*] DL001") for l in lines)
     assert "ignored.py" not in r.output

@@ -100,7 +100,7 @@ def test_quiet_prints_findings_only(project):
 def test_full_format_is_the_default_and_underlines_the_finding(project):
     r = run("check", "--no-cache", "--select", "DL002", "gpu.py")
     lines = r.output.splitlines()
-    i = lines.index("gpu.py:4:5: [*] DL002 `.cuda()` hard-codes the CUDA device")
+    i = lines.index("gpu.py:4:5: [*] DL002 `.cuda()` hard-codes the CUDA device: raises on a machine without CUDA")
     assert lines[i + 1:i + 6] == ["  |",
                                   "4 | y = x.cuda()",
                                   "  |     ^^^^^^^^ DL002",
@@ -108,8 +108,8 @@ def test_full_format_is_the_default_and_underlines_the_finding(project):
                                   "  = help: use `.to(device)`"]
     concise = run("check", "--no-cache", "--select", "DL002", "--output-format", "concise", "gpu.py")
     assert concise.output.splitlines() == [
-        "gpu.py:4:5: [*] DL002 `.cuda()` hard-codes the CUDA device",
-        "gpu.py:5:5: DL002 `.cuda(i)` pins a CUDA device index",
+        "gpu.py:4:5: [*] DL002 `.cuda()` hard-codes the CUDA device: raises on a machine without CUDA",
+        "gpu.py:5:5: DL002 `.cuda(i)` pins a CUDA device index: raises on a machine without CUDA",
         "Found 2 findings (1 fixable with --fix, 1 more with --unsafe-fixes)."]
     # `text`, the one-line format's old name, still works
     assert run("check", "--no-cache", "--select", "DL002", "--output-format", "text", "gpu.py").output \

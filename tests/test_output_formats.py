@@ -97,7 +97,7 @@ def test_github_annotations(project, monkeypatch):
     lines = res.output.splitlines()
     # endLine/endColumn (inclusive, GitHub's convention) underline `torch.ones(2).cuda()`
     assert lines[0] == ("::error file=a%2Cb.py,line=3,col=5,endLine=3,endColumn=24,title=devlint (DL002)::"
-                        "`.cuda()` hard-codes the CUDA device")
+                        "`.cuda()` hard-codes the CUDA device: raises on a machine without CUDA")
     assert lines[1].startswith("::error file=src/my pkg/train.py,line=4,col=1,endLine=4,endColumn=9,"
                                "title=devlint (DL001)::")
     assert all(line.startswith("::error file=") for line in lines) and len(lines) == 4

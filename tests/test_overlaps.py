@@ -41,7 +41,7 @@ def test_host_alloc_then_cuda_is_one_finding(tmp_path, monkeypatch):
     assert r.exit_code == 1
     lines = r.output.splitlines()
     assert lines[0].startswith("train.py:3:5: [*] DL007 `torch.zeros(...)` is allocated on the host")
-    assert "(also DL002: `.cuda()` hard-codes the CUDA device)" in lines[0]
+    assert "(also DL002: `.cuda()` hard-codes the CUDA device: raises on a machine without CUDA)" in lines[0]
     assert lines[1:] == ["Found 1 finding (1 fixable with --fix)."]
     r = run("check", "--fix", f)
     assert r.output.splitlines()[-2:] == ["Fixed train.py (1 finding).", "Found 1 finding (1 fixed, 0 remaining)."]

@@ -24,7 +24,7 @@ def devlint(args, stdin: bytes, cwd: Path) -> subprocess.CompletedProcess:
 def test_lint_from_stdin_reports_under_the_given_name(tmp_path):
     res = devlint(["check", "--stdin-filename", "pkg/train.py"], GPU.encode(), tmp_path)
     assert res.returncode == 1
-    assert res.stdout.decode().splitlines()[0] == "pkg/train.py:3:5: [*] DL002 `.cuda()` hard-codes the CUDA device"
+    assert res.stdout.decode().splitlines()[0] == "pkg/train.py:3:5: [*] DL002 `.cuda()` hard-codes the CUDA device: raises on a machine without CUDA"
     assert not (tmp_path / "pkg").exists()
 
 
@@ -77,7 +77,7 @@ def test_stdin_rejects_paths(tmp_path):
 def test_dash_reads_stdin_like_ruff(tmp_path):
     res = devlint(["check", "--output-format", "concise", "-"], GPU.encode(), tmp_path)
     assert res.returncode == 1, res.stderr
-    assert res.stdout.decode().splitlines()[0] == "-:3:5: [*] DL002 `.cuda()` hard-codes the CUDA device"
+    assert res.stdout.decode().splitlines()[0] == "-:3:5: [*] DL002 `.cuda()` hard-codes the CUDA device: raises on a machine without CUDA"
     # the full format shows the line from stdin under the finding
     res = devlint(["check", "-"], GPU.encode(), tmp_path)
     assert "3 | x = torch.ones(2).cuda()  # keep me\n  |     ^^^^^^^^^^^^^^^^^^^^ DL002" in res.stdout.decode()
