@@ -151,6 +151,14 @@ class HardcodedCuda(Rule):
         "import torch\ndef pick(device):\n    if device == 'gpu':\n        device = 'cuda'\n    return device\n",
         "import torch\nfrom state import DistributedType\ndef f(state):\n"
         "    if state.distributed_type == DistributedType.MULTI_GPU:\n        return torch.ones(1).cuda()\n",
+        # a user's device choice by any name (`--test_mode GPU`), spelled out as a flag
+        "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--test_mode', default='GPU', choices=['GPU', 'CPU'])\nopt = p.parse_args()\n"
+        "TEST_MODE = True if opt.test_mode == 'GPU' else False\nx = torch.ones(2)\nif TEST_MODE:\n"
+        "    x = x.cuda()\n",
+        # a value's type says it already lives on CUDA
+        "import torch\ndef pad(out):\n    z = torch.zeros(3)\n"
+        "    if isinstance(out.data, torch.cuda.FloatTensor):\n        z = z.cuda()\n    return z\n",
     ]
     INVALID = [
         Invalid(
@@ -185,6 +193,14 @@ class HardcodedCuda(Rule):
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
         ),
+        # a mode flag that is not about the device guards nothing
+        Invalid("import torch\nimport sys\nFAST = True if sys.argv[1] == 'fast' else False\nx = torch.ones(2)\n"
+                "if FAST:\n    x = x.cuda()\n",
+                "import torch\nimport sys\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+                "FAST = True if sys.argv[1] == 'fast' else False\nx = torch.ones(2)\nif FAST:\n    x = x.to(device)\n"),
+        # a CPU tensor type is no evidence of CUDA
+        Invalid("import torch\ndef pad(out):\n    z = torch.zeros(3)\n"
+                "    if isinstance(out.data, torch.FloatTensor):\n        z = z.cuda()\n    return z\n"),
         Invalid("import torch\nx = torch.ones(2).cuda(1)\n",
                 "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
                 "x = torch.ones(2).to(device)\n", unsafe=True),

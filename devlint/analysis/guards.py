@@ -135,10 +135,24 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         if isinstance(test.operator, cst.And):
             return 1 if 1 in (pl, pr) else 0
         return -1 if -1 in (pl, pr) else (1 if pl == pr == 1 else 0)
+    if isinstance(test, cst.IfExp):
+        # `True if <test> else False` (a flag spelled out), `False if <test> else True`
+        body, orelse = _bool(test.body), _bool(test.orelse)
+        if body is not None and orelse is not None and body != orelse:
+            return guard_polarity(facts, test.test) * (1 if body else -1)
+        return 0
     if isinstance(test, cst.Call):
         q = facts.qualname(test.func)
         if q in ("torch.cuda.is_available", "torch.cuda.is_initialized", "torch.cuda.device_count"):
             return 1
+        if isinstance(test.func, cst.Name) and test.func.value == "isinstance" and len(test.args) == 2:
+            # `isinstance(x.data, torch.cuda.FloatTensor)`: the value is a CUDA tensor, so CUDA is up
+            kinds = test.args[1].value
+            elems = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+            quals = [facts.qualname(e) or "" for e in elems]
+            if quals and all(q.startswith("torch.cuda.") and q.endswith("Tensor") for q in quals):
+                return 1
+            return 0
         if (isinstance(test.func, cst.Name) and test.func.value in ("all", "any") and len(test.args) == 1
                 and isinstance(test.args[0].value, (cst.List, cst.Tuple))):
             # `all([x.is_cuda, ...])` is an `and`, `any([...])` an `or`
@@ -175,6 +189,13 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                 continue
             if sv == "nccl" and isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
                 return 1 if isinstance(op, (cst.Equal, cst.Is)) else -1  # NCCL runs only on GPUs
+            if not _is_device_expr(facts, a) and isinstance(a, (cst.Name, cst.Attribute, cst.Subscript)) \
+                    and (sv.lower() in ("cuda", "gpu") or sv.lower().startswith("cuda:")):
+                # `opt.test_mode == "GPU"`, `args.backend == "cuda"`: a user's choice of the CUDA device
+                if isinstance(op, (cst.Equal, cst.Is)):
+                    return 1
+                if isinstance(op, (cst.NotEqual, cst.IsNot)):
+                    return -1
             if _is_device_expr(facts, a):
                 is_cuda = sv.startswith("cuda") or sv == "gpu"
                 if isinstance(op, (cst.Equal, cst.Is)):
@@ -189,6 +210,12 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                     # `state.distributed_type == DistributedType.MULTI_GPU`, `kind is Backend.CUDA`
                     return 1 if isinstance(op, (cst.Equal, cst.Is)) else -1
     return 0
+
+
+def _bool(node: cst.CSTNode) -> Optional[bool]:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
 
 
 def _is_device_expr(facts, node: cst.CSTNode) -> bool:
