@@ -115,6 +115,11 @@ class FactoryWithoutDevice(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a legacy `Variable(...)` wrapper placed by the next statement, a one-line guarded move
+        "import torch\nfrom torch import nn\nfrom torch.autograd import Variable\nUSE_CUDA = torch.cuda.is_available()\n"
+        "class Attn(nn.Module):\n    def forward(self, hidden, outs):\n"
+        "        energies = Variable(torch.zeros(len(outs)))\n        if USE_CUDA: energies = energies.cuda()\n"
+        "        for i in range(len(outs)):\n            energies[i] = hidden.dot(outs[i])\n        return energies\n",
         # torchvision's default boxes: a grid built on the host from host pieces (a plain
         # attribute one of the class's own methods builds on the CPU, loop targets of host
         # lists, unpacked meshgrids), collected in a list and moved by the caller's next statement
@@ -194,6 +199,11 @@ class FactoryWithoutDevice(Rule):
         "        t = torch.eye(3, dtype=torch.float64)\n        return (xh @ t).to(x.device)\n",
     ]
     INVALID = [
+        # wrapped the same way but never placed: mixes with `hidden` on a GPU
+        Invalid("import torch\nfrom torch import nn\nfrom torch.autograd import Variable\n"
+                "class Attn(nn.Module):\n    def forward(self, hidden, outs):\n"
+                "        energies = Variable(torch.zeros(len(outs)))\n"
+                "        for i in range(len(outs)):\n            energies[i] = hidden.dot(outs[i])\n        return energies\n"),
         # the same grid, but mixed with a tensor the caller passes (it may be on the GPU)
         Invalid(
             "import torch\nfrom torch import nn\nclass Boxes(nn.Module):\n"

@@ -293,6 +293,9 @@ class FunctionUsage:
             if isinstance(p, cst.Arg) and isinstance(call, cst.Call) and _torch_unary(call, p):
                 node = call  # `torch.triu(torch.ones(n, n), diagonal=1)`: a new host tensor from it alone
                 continue
+            if isinstance(p, cst.Arg) and isinstance(call, cst.Call) and _is_variable_wrap(call, p):
+                node = call  # `Variable(torch.zeros(n))`: the legacy autograd wrapper is the tensor itself
+                continue
             if not (isinstance(p, cst.Attribute) and p.value is node and p.attr.value in CAST_METHODS):
                 return node
             call = self._up(p)
@@ -428,9 +431,10 @@ class FunctionUsage:
         nxt = body[idx + 1]
         stmts = [nxt]
         if isinstance(nxt, cst.If):
-            stmts = list(nxt.body.body)
+            # `if use_cuda:` then an indented block, or the one-line `if use_cuda: n = n.cuda()`
+            stmts = [nxt.body] if isinstance(nxt.body, cst.SimpleStatementSuite) else list(nxt.body.body)
         for s in stmts:
-            if isinstance(s, cst.SimpleStatementLine):
+            if isinstance(s, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
                 for small in s.body:
                     if _is_move_of(small, name):
                         return True
@@ -447,6 +451,14 @@ def _torch_unary(call: cst.Call, arg: cst.Arg) -> bool:
     return all(isinstance(a.value, (cst.Integer, cst.Float)) or (
         isinstance(a.value, cst.UnaryOperation) and isinstance(a.value.expression, (cst.Integer, cst.Float)))
         for a in call.args[1:])
+
+
+def _is_variable_wrap(call: cst.Call, arg: cst.Arg) -> bool:
+    """``Variable(t)`` / ``autograd.Variable(t, requires_grad=...)``: torch.autograd.Variable,
+    which since torch 0.4 returns the tensor it is given."""
+    f = call.func
+    last = f.value if isinstance(f, cst.Name) else (f.attr.value if isinstance(f, cst.Attribute) else None)
+    return last == "Variable" and bool(call.args) and call.args[0] is arg and arg.keyword is None and not arg.star
 
 
 def _is_move_of(small: cst.CSTNode, name: str) -> bool:
