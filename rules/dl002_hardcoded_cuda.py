@@ -24,6 +24,10 @@ _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
 _DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
 
 
+# torch.nn layers that hold no parameter or buffer when built without arguments
+_STATELESS_LAYERS = frozenset({"ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax",
+                               "LogSoftmax", "Dropout", "Identity", "Flatten", "MaxPool2d", "AvgPool2d"})
+
 class HardcodedCuda(Rule):
     """
     ## What it does
@@ -151,6 +155,8 @@ class HardcodedCuda(Rule):
         "import torch\ndef pick(device):\n    if device == 'gpu':\n        device = 'cuda'\n    return device\n",
         "import torch\nfrom state import DistributedType\ndef f(state):\n"
         "    if state.distributed_type == DistributedType.MULTI_GPU:\n        return torch.ones(1).cuda()\n",
+        # a loss without a weight tensor has nothing to move: `.cuda()` on it never touches CUDA
+        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda()\n",
         # a user's device choice by any name (`--test_mode GPU`), spelled out as a flag
         "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
         "p.add_argument('--test_mode', default='GPU', choices=['GPU', 'CPU'])\nopt = p.parse_args()\n"
@@ -198,6 +204,10 @@ class HardcodedCuda(Rule):
                 "if FAST:\n    x = x.cuda()\n",
                 "import torch\nimport sys\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
                 "FAST = True if sys.argv[1] == 'fast' else False\nx = torch.ones(2)\nif FAST:\n    x = x.to(device)\n"),
+        # a class-weighted loss holds its weight as a buffer, which `.cuda()` moves
+        Invalid("import torch\nimport torch.nn as nn\ncriterion = nn.CrossEntropyLoss(weight=torch.ones(3)).cuda()\n",
+                "import torch\nimport torch.nn as nn\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "criterion = nn.CrossEntropyLoss(weight=torch.ones(3)).to(device)\n"),
         # a CPU tensor type is no evidence of CUDA
         Invalid("import torch\ndef pad(out):\n    z = torch.zeros(3)\n"
                 "    if isinstance(out.data, torch.FloatTensor):\n        z = z.cuda()\n    return z\n"),
@@ -445,7 +455,19 @@ class HardcodedCuda(Rule):
             return
         self._device_kwarg(node, node.func)
 
+    def _stateless_module(self, expr: cst.BaseExpression) -> bool:
+        """``nn.CrossEntropyLoss()``, ``nn.ReLU()``: a torch.nn loss or activation built without
+        arguments holds no parameter or buffer, so ``.cuda()`` on it moves nothing and never
+        touches CUDA (a ``weight=`` tensor would be a buffer)."""
+        if not (isinstance(expr, cst.Call) and not expr.args):
+            return False
+        q = self.facts.qualname(expr.func) or ""
+        last = q.rsplit(".", 1)[-1]
+        return q.startswith("torch.nn.") and (last.endswith("Loss") or last in _STATELESS_LAYERS)
+
     def _dot_cuda(self, node: cst.Call, func: cst.Attribute) -> None:
+        if self._stateless_module(func.value):
+            return
         positional = [a for a in node.args if a.keyword is None]
         index_kw = call_arg(node, None, "device")
         given = positional[0] if positional else index_kw

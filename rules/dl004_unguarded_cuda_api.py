@@ -12,7 +12,7 @@ from devlint.diagnostic import Applicability, Fix
 from devlint.facts import dotted
 from devlint.fixes import torch_ref
 from devlint.rule import Invalid, Rule
-from devlint.walk import children
+from devlint.walk import children, nodes
 
 # What `torch.cuda.<name>` does on a CPU-only build (torch 2.13.0+cpu, measured; the list is
 # kept honest by tests/test_cuda_api_list.py, which runs every entry on the installed torch).
@@ -177,6 +177,10 @@ class UnguardedCudaApi(Rule):
         "import torch\nclass Bench:\n    def __init__(self):\n        if not torch.cuda.is_available():\n"
         "            raise RuntimeError('GPU only')\n    def run(self):\n        torch.cuda.synchronize()\n"
         "Bench().run()\n",
+        # the index is -1 where CUDA is absent: `torch.cuda.device(-1)` does nothing
+        "import argparse\nimport torch\nargs = argparse.ArgumentParser().parse_args()\n"
+        "if torch.cuda.is_available():\n    args.gpu_index = 0\nelse:\n    args.gpu_index = -1\n"
+        "with torch.cuda.device(args.gpu_index):\n    x = torch.ones(2)\n",
         # a failure without CUDA is handled
         "import torch\ntry:\n    name = torch.cuda.get_device_name(0)\nexcept (RuntimeError, AssertionError):\n"
         "    name = 'cpu'\nprint(name)\n",
@@ -231,6 +235,7 @@ class UnguardedCudaApi(Rule):
         self._pending: list = []  # (function, node, message, fix): decided in finish()
         self._name_uses: Optional[Counter] = None
         self._flag: Optional[str] = None
+        self._negative_indices: Optional[set] = None  # names the file sets to a negative device index
         self._flag_done = False
 
     # ---- context ----------------------------------------------------------------------
@@ -307,9 +312,25 @@ class UnguardedCudaApi(Rule):
             if self.t.kind_of(func.value) is not None and self.t.kind_of(func.value) != "module":
                 self._found(node, "Tensor.pin_memory", "pin_memory")
 
+    def _no_device_index(self, node: cst.Call) -> bool:
+        """``with torch.cuda.device(args.gpu_index):`` where the file sets that index to a
+        negative number (on its no-CUDA branch): ``torch.cuda.device(-1)`` does nothing."""
+        d = dotted(node.args[0].value) if node.args else None
+        if d is None:
+            return False
+        if self._negative_indices is None:
+            self._negative_indices = {
+                t for n in nodes(self.ctx.module, into_scopes=True) if isinstance(n, cst.Assign)
+                and isinstance(n.value, cst.UnaryOperation) and isinstance(n.value.operator, cst.Minus)
+                and isinstance(n.value.expression, cst.Integer)
+                for t in (dotted(tg.target) for tg in n.targets) if t is not None}
+        return d in self._negative_indices
+
     def _found(self, node: cst.Call, what: str, api: str) -> None:
         msg = f"`{what}()` raises on a machine without CUDA and no availability check guards it"
         stmt = self._stmts[-1] if self._stmts else None
+        if api == "device" and self._no_device_index(node):
+            return
         if api in _CONTEXT_ONLY:
             self._emit(node, msg + " (guard the whole block, or pick the device once)")
             return

@@ -87,6 +87,11 @@ class LoadWithoutMapLocation(Rule):
         "net2 = torch.load('net.pkl')\n",
         "import torch\ndef cache(feats, p):\n    torch.save(feats.cpu(), p)\n"
         "def read(p):\n    return torch.load(p)\n",
+        # a module's host copy saved under a computed path, read back under the same name
+        "import torch\nclass Base:\n    def save_network(self, net, path):\n        save_path = path + '.pth'\n"
+        "        torch.save(net.cpu().state_dict(), save_path)\n"
+        "    def load_network(self, net, path):\n        save_path = path + '.pth'\n"
+        "        net.load_state_dict(torch.load(save_path))\n",
         "import torch\ndef f():\n    torch.save(torch.zeros(2), 'c.pt')\n    return torch.load('c.pt')\n",
         # a dataset's cache holds host data
         "import torch\nfrom torch.utils.data import Dataset\nclass Cached(Dataset):\n"

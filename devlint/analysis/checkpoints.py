@@ -75,6 +75,10 @@ _FACTORIES = {"zeros", "ones", "randn", "rand", "randint", "arange", "linspace",
 
 
 def _is_cpu_call(expr: cst.BaseExpression) -> bool:
+    """``x.cpu()``, or the state of a host copy: ``net.cpu().state_dict()``."""
+    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "state_dict" and not expr.args):
+        expr = expr.func.value
     return (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
             and expr.func.attr.value == "cpu" and not expr.args)
 
