@@ -9,6 +9,8 @@ from devlint.diagnostic import Applicability
 from devlint.facts import DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
 from devlint.fixes import choose_device
 from devlint.rule import Invalid, Rule, safe, unsafe
+from devlint.syntax import bound_names, own_params
+from devlint.walk import nodes
 
 # `torch.tensor(data)` / `torch.as_tensor(data)` build from Python data on the host whatever
 # `device=` says (and then copy), so folding the move saves nothing: not flagged.
@@ -19,6 +21,23 @@ RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 _DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
 # `.to()` keywords that do not change what the folded factory must do
 _HARMLESS_TO_KW = {"non_blocking", "copy"}
+
+
+_PLACERS = frozenset({"to", "cuda", "to_empty"})
+
+
+def _host_placement(call: cst.Call) -> bool:
+    """A call in a build chain that keeps the value on the host: anything but a placement,
+    or one that names the CPU (``.to("cpu")``, ``.cpu()``)."""
+    f = call.func
+    if not (isinstance(f, cst.Attribute) and f.attr.value in _PLACERS):
+        return True
+    if f.attr.value != "to" or not call.args:
+        return False
+    dev = keyword(call, "device")
+    dev = dev.value if dev is not None else call.args[0].value
+    return string_value(dev) == "cpu" or (isinstance(dev, cst.Call) and dotted(dev.func) == "torch.device"
+                                          and bool(dev.args) and string_value(dev.args[0].value) == "cpu")
 
 
 def device_evidence(facts, node: cst.BaseExpression, scope=None, cls=None) -> bool:
@@ -111,6 +130,9 @@ class HostAllocThenMove(Rule):
 
     VALID = [
         "import torch\nx = torch.zeros(3, device='cuda')\n",
+        # a library's `__main__` demo: the model is built here and left on the CPU, nothing is copied
+        "import torch\nfrom torch import nn\nclass Codec(nn.Module):\n    pass\n"
+        "if __name__ == '__main__':\n    model = Codec().to('cpu')\n    x = torch.randn(1, 16).to(model.device)\n",
         "import torch\nx = torch.zeros(3).to(torch.float16)\n",
         # built from Python data: `device=` would copy just the same
         "import torch\nx = torch.tensor([1.0, 2.0]).to('cpu')\ny = torch.as_tensor([1, 2]).cuda()\n",
@@ -169,6 +191,12 @@ class HostAllocThenMove(Rule):
         ),
         Invalid("import torch\nx = torch.ones(4).cuda(1)\n"),
         Invalid("import torch\ndef f(device):\n    return torch.ones(4).to(device, torch.float16)\n"),
+        # the same demo once the model is placed on a device: the copy is real
+        Invalid("import torch\nfrom torch import nn\nclass Codec(nn.Module):\n    pass\n"
+                "if __name__ == '__main__':\n    model = Codec().to('cuda')\n    x = torch.randn(1, 16).to(model.device)\n",
+                "import torch\nfrom torch import nn\nclass Codec(nn.Module):\n    pass\n"
+                "if __name__ == '__main__':\n    model = Codec().to('cuda')\n    x = torch.randn(1, 16, device=model.device)\n",
+                unsafe=True),
         # a name holding the device of a model's parameters
         Invalid(
             "import torch\ndef f(m, n):\n    d = next(m.parameters()).device\n    return torch.zeros(n).to(d)\n",
@@ -216,6 +244,8 @@ class HostAllocThenMove(Rule):
             return
         else:
             return  # .to(dtype) / .to(tensor) / unknown: not evidently a device move
+        if self._module_left_on_host(device):
+            return  # `.to(model.device)` where `model` is built here and never placed: no copy
         rest_pos = pos[1:] if dev_kw is None else pos
         rest_kw = [a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value != "device"]
         extra = bool(rest_pos) or any(k not in _HARMLESS_TO_KW for k in rest_kw)
@@ -227,6 +257,33 @@ class HostAllocThenMove(Rule):
             return
         new = with_keyword(inner, "device", device)
         self.report(node, msg, self._make_fix(factory, inner, {node: new}, None))
+
+    def _module_left_on_host(self, device: cst.BaseExpression) -> bool:
+        """``model.device`` where this scope builds ``model`` (a class call, maybe placed with
+        ``.to("cpu")`` / ``.cpu()``) and never moves it elsewhere: the target is the CPU, so the
+        move copies nothing (a ``__main__`` demo of a library model)."""
+        if not (isinstance(device, cst.Attribute) and device.attr.value == "device"
+                and isinstance(device.value, cst.Name)):
+            return False
+        name = device.value.value
+        root = self.t.scope or self.ctx.module
+        if isinstance(root, cst.FunctionDef) and any(p.name.value == name for p in own_params(root)):
+            return False
+        built = False
+        for n in nodes(root):
+            if isinstance(n, cst.Assign) and any(name in bound_names(t.target) for t in n.targets):
+                value, chain_ok = n.value, True
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+                    chain_ok &= _host_placement(value)
+                    value = value.func.value
+                callee = dotted(value.func) if isinstance(value, cst.Call) else None
+                if not (chain_ok and callee and callee.rsplit(".", 1)[-1][:1].isupper()):
+                    return False  # built by a helper, or placed on a device
+                built = True
+            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _PLACERS \
+                    and isinstance(n.func.value, cst.Name) and n.func.value.value == name and not _host_placement(n):
+                return False  # `model.to(device)` / `model.cuda()`
+        return built
 
     def _to_tensor(self, node: cst.Call, inner: cst.Call, factory: str, other: cst.BaseExpression) -> None:
         """``torch.zeros(n).to(x)``: moved to ``x``'s device and cast to ``x``'s dtype."""
