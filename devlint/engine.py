@@ -195,7 +195,7 @@ def _parse(source: bytes, filename: str) -> tuple[Optional[cst.Module], Optional
 def lint_module(module: cst.Module, source: bytes, filename: str, settings: Settings,
                 rules=None) -> FileResult:
     rules = settings.rules() if rules is None else rules
-    facts = prescan(module, source)
+    facts = prescan(module, source, settings.project)
     ctx = FileContext(module, facts, settings, filename)
     instances = [r(ctx) for r in rules]
     visit_batched(module, [ctx.tracker, *instances, ctx.tracker.closer])

@@ -40,6 +40,7 @@ from devlint.analysis.values import (  # noqa: F401 (re-exported: rules import t
 from devlint.syntax import (  # noqa: F401 - re-exported: rules import them from here
     call_arg, dotted, is_cuda_string, own_params, root_name, string_value,
 )
+from devlint.project import NONE, ProjectFacts
 from devlint.walk import children
 
 
@@ -67,6 +68,7 @@ class FileFacts:
     last_import: Optional[cst.CSTNode] = None  # last statement of the leading import block
     multi_gpu: bool = False  # DataParallel / DDP / NCCL code: device fixes become unsafe
     values: Optional[ValueModel] = None  # what each value is and where it lives (built by prescan)
+    project: ProjectFacts = NONE  # what the rest of the project says about this file (devlint.project)
 
     def __post_init__(self) -> None:
         if self.values is None:
@@ -339,8 +341,8 @@ class _Prescan:
                 self.suite(case.body, scope, cls)
 
 
-def prescan(module: cst.Module, source: bytes) -> FileFacts:
-    facts = FileFacts(source=source, module=module)
+def prescan(module: cst.Module, source: bytes, project: Optional[ProjectFacts] = None) -> FileFacts:
+    facts = FileFacts(source=source, module=module, project=project or NONE)
     facts.multi_gpu = _MULTI_GPU.search(source) is not None
     p = _Prescan(facts)
     for stmt in module.body:

@@ -18,7 +18,7 @@ from typing import Optional
 from devlint.diagnostic import Diagnostic
 from devlint.catalogue import cpython_parses, prefiltered
 from devlint.fsutil import staged
-from devlint.settings import Settings, applicable
+from devlint.settings import Settings, applicable, with_project
 
 
 @dataclass
@@ -172,6 +172,7 @@ def process_source(source: bytes, path: Optional[str], display: str, settings: S
     one-line ``error`` and the file is left as it was."""
     if path is not None and path.endswith(".ipynb"):
         return process_notebook_source(source, path, display, settings, fix=fix, diff=diff)
+    settings = with_project(settings, path, source)
     from devlint.libcst_compat import require
 
     require()  # an unsupported LibCST stops the run (one line), not each file
@@ -220,6 +221,7 @@ def process_notebook_source(raw: bytes, path: Optional[str], display: str, setti
         return FileOutcome(display, error=str(exc))
     if not nb.python_kernel or not nb.code:
         return FileOutcome(display, new_source=raw)
+    settings = with_project(settings, path, None)  # the index reads the notebook's code cells
     out = process_source(nb.python, None, display, settings, fix=fix or diff, diff=False)
     out.diagnostics = [nb.map_diagnostic(d) for d in out.diagnostics]
     out.diff = ""
@@ -387,6 +389,9 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
             outcomes[i] = FileOutcome(display, [], new_source=None if lint_only else source)
             continue
         if cache is not None:
+            s = with_project(s, path, source if not path.endswith(".ipynb") else None)  # before the key
+            if s.project:
+                own[i] = s.key()
             keys[i] = cache.key(display, source, own.get(i, ""))
             hit = cache.get(keys[i], display)
             if hit is not None:

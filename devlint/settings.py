@@ -12,6 +12,7 @@ from devlint.catalogue import META, RULES, RuleInfo
 from devlint.diagnostic import Applicability, Fix
 
 if TYPE_CHECKING:
+    from devlint.project import ProjectFacts
     from devlint.rule import Rule
 
 
@@ -25,6 +26,13 @@ class Settings:
     baseline: frozenset = frozenset()
     # DL000 (the file cannot be parsed) is reported whatever is selected, unless ignored
     parse_errors: bool = True
+    # project-wide facts (devlint.project): the configuration's directory, if any, where the
+    # project root is looked for, the lint cache (summaries are kept beside the results), and
+    # the facts of this one file once computed (None: not yet; part of the cache key)
+    project_root: Optional[str] = None
+    project_cache: Optional[str] = None
+    project: Optional["ProjectFacts"] = None
+    use_project: bool = True
 
     def infos(self) -> tuple[RuleInfo, ...]:
         """The selected rules' catalogue entries, DL100's included (no LibCST import)."""
@@ -37,7 +45,20 @@ class Settings:
     def key(self) -> str:
         """What the results depend on besides the file's content (for caches)."""
         return repr((sorted(self.select), self.unsafe_fixes, self.fix_style, self.device_name,
-                     sorted(self.baseline), self.parse_errors))
+                     sorted(self.baseline), self.parse_errors, self.project.key() if self.project else ""))
+
+
+def with_project(settings: Settings, path: Optional[str], source: Optional[bytes]) -> Settings:
+    """``settings`` with the project facts of the file at ``path`` (whose Python source is
+    ``source``), computed once: what the rest of the project says about it (devlint.project)."""
+    if settings.project is not None or not settings.use_project or path is None:
+        return settings
+    import dataclasses
+
+    from devlint.project import facts_for
+
+    return dataclasses.replace(settings, project=facts_for(path, source, settings.project_root,
+                                                           settings.project_cache))
 
 
 def applicable(fix: Optional[Fix], settings: Settings) -> bool:

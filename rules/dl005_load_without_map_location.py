@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import (HostSaves, host_used_load, is_dataset_class, is_dataset_module,
+from devlint.analysis.checkpoints import (HostSaves, host_used_load, project_holds_host, is_dataset_class, is_dataset_module,
                                           is_library_module, is_test_file, only_into_scaler, package_data_path,
                                           path_key)
 from devlint.analysis.style import string_quote
@@ -245,6 +245,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if self._round_trip(node) or self._host_saves.holds_host(node.args[0].value):
             return
+        if project_holds_host(node.args[0].value, self.facts.project):
+            return  # the project saves that file from host data only (another file's save)
         if is_dataset_class(self.t.cls):
             return  # a dataset's cache: host data, nothing to map
         if self._host_saves.saves_unplaced and is_dataset_module(self.ctx.module):

@@ -259,6 +259,31 @@ class HostSaves:
         return key is not None and key in self.keys
 
 
+def file_name(expr: cst.BaseExpression) -> Optional[str]:
+    """The file name a load path ends in when the code spells it: ``"m.pt"``,
+    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"`` (the project index names saves the same way)."""
+    s = _string(expr)
+    if s is not None:
+        return s.replace("\\", "/").rsplit("/", 1)[-1] or None
+    if isinstance(expr, cst.Call) and expr.args and (dotted(expr.func) or "").endswith("join"):
+        return file_name(expr.args[-1].value)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return file_name(expr.right)
+    return None
+
+
+def project_holds_host(path: cst.BaseExpression, project) -> bool:
+    """What the rest of the project says about the loaded file (devlint.project): saved
+    under this name only from host data, or, for a path the code does not spell, every
+    checkpoint the program saves holds host data."""
+    if not project:
+        return False
+    name = file_name(path)
+    if name is not None:
+        return name in project.host_files
+    return project.host_program
+
+
 def package_data_path(expr: cst.BaseExpression, module: cst.Module) -> bool:
     """``expr`` names a file shipped inside the package: built from ``__file__``, directly or
     through a module-level constant (``_PATH = Path(__file__).parent / "weights.pt"``),

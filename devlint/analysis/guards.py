@@ -482,6 +482,8 @@ class GuardModel:
                             and any(dotted(t) == "pytestmark" for t in _targets(s))
                             and is_gpu_mark(f, s.value, self.gpu_marks)):
                         self.file_guarded = True
+        # the project's functions this file imports that exit/raise without a GPU (devlint.project)
+        self.ensuring |= f.project.cuda_entry
         # functions that exit/raise without a GPU; a call of one may make another ensure (2 rounds)
         for _ in range(2):
             changed = False
@@ -500,7 +502,8 @@ class GuardModel:
         for c in classes:
             if self._declares_cuda_availability(c):
                 self.guarded_classes.add(c)
-        self.file_guarded = self.file_guarded or self.cuda_extension
+        # every project script that imports this module requires CUDA (devlint.project)
+        self.file_guarded = self.file_guarded or self.cuda_extension or f.project.cuda_only
 
     # ---- code built on a CUDA-only package (TensorRT, CuPy, PyCUDA, Triton kernels ...) ------
     def _scan_cuda_only_imports(self, module: cst.Module) -> None:

@@ -1,0 +1,519 @@
+"""Project-wide facts: what the rest of the project says about one file.
+
+devlint lints one file at a time, but the reason a line is fine often sits in another file
+of the same project: the training scripts that import a helper module all exit when CUDA is
+absent; the function a script calls first (``utils.init_distributed_mode(args)``) exits
+without a GPU; the checkpoint a script loads was written from host tensors by another script.
+
+Before a file is linted, its **project facts** are computed from cheap summaries of the
+project modules around it: the modules it imports (resolved the way Python would for a
+script: its own directory, then the project root, relative imports from its package) and the
+scripts beside it (its directory and the one above) that import it, directly or through
+other project modules. A summary is read with CPython's ``ast`` (a fraction of a LibCST
+parse), once per module and content: memoised per process, and kept on disk by content hash
+under the lint cache when there is one.
+
+The facts travel in :class:`devlint.settings.Settings` (so they are part of every lint
+cache key: editing an imported module changes the key of the files that depend on it) and
+reach the rules through the file's evidence model (:mod:`devlint.analysis.guards`,
+:mod:`devlint.analysis.checkpoints`); no rule opens a file. Only the questions below are
+asked across files; a new one is a field of :class:`ProjectFacts`, a line of
+:class:`Summary`, and a read in the analysis model (docs/DEVELOPING.md).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+SUMMARY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """What the rest of the project says about one file (hashable; part of the cache key)."""
+
+    # every project script that imports this module (one or more) exits, raises or asserts
+    # when CUDA is absent, or initialises NCCL: the module runs only on GPUs
+    cuda_only: bool = False
+    # names of project functions this file imports that exit/raise/assert without CUDA: a
+    # call of one makes the rest of its block CUDA-only
+    cuda_entry: frozenset = frozenset()
+    # checkpoint file names the project saves only from host data
+    host_files: frozenset = frozenset()
+    # every checkpoint this file's program (it, its imports, the scripts beside it) saves
+    # holds host data, and there is at least one
+    host_program: bool = False
+
+    def __bool__(self) -> bool:
+        return self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
+
+    def key(self) -> str:
+        return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program))
+
+
+NONE = ProjectFacts()
+
+
+@dataclass
+class Summary:
+    """The few facts of one module other files may ask about."""
+
+    imports: list = field(default_factory=list)  # [module, level, [names]] per import
+    script: bool = False  # runs code when executed (`__main__` block, top-level calls or loops)
+    requires_cuda: bool = False  # running it as a script exits/raises/asserts without CUDA
+    cuda_functions: list = field(default_factory=list)  # top-level functions that require CUDA
+    saves: list = field(default_factory=list)  # [file name or None, host data?] per torch.save
+    places: bool = False  # places any value on a device
+
+
+# ---------------------------------------------------------------------------------
+# one module
+# ---------------------------------------------------------------------------------
+
+_EXITS = {"exit", "quit", "_exit", "abort"}
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _availability(test: ast.AST) -> int:
+    """+1 when ``test`` true means CUDA is usable, -1 when its negation does, else 0."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return -_availability(test.operand)
+    if isinstance(test, ast.BoolOp):
+        pols = [_availability(v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return 1 if 1 in pols else 0
+        return -1 if -1 in pols else 0
+    if isinstance(test, ast.Call):
+        d = _dotted(test.func) or ""
+        return 1 if d.endswith(("cuda.is_available", "cuda.device_count")) else 0
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Call):
+        d = _dotted(test.left.func) or ""
+        right = test.comparators[0]
+        if d.endswith("cuda.device_count") and isinstance(right, ast.Constant) and right.value == 0:
+            if isinstance(test.ops[0], (ast.Eq, ast.LtE)):
+                return -1
+            if isinstance(test.ops[0], (ast.Gt, ast.NotEq)):
+                return 1
+    return 0
+
+
+def _stops(body: list, in_function: bool) -> bool:
+    """The block ends the program (raise, sys.exit) or, in a function, returns."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Raise) or (in_function and isinstance(last, ast.Return)):
+        return True
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        d = _dotted(last.value.func) or ""
+        return d.rsplit(".", 1)[-1] in _EXITS
+    return False
+
+
+def _nccl_init(call: ast.Call) -> bool:
+    d = _dotted(call.func) or ""
+    if not d.endswith("init_process_group"):
+        return False
+    arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "backend"), None)
+    return isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.lower().startswith("nccl")
+
+
+def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
+    """Top-level statements that make sure of a GPU before the block can go on."""
+    for s in stmts:
+        if isinstance(s, ast.Assert) and _availability(s.test) == 1:
+            return True
+        if isinstance(s, ast.If):
+            pol = _availability(s.test)
+            if pol == -1 and _stops(s.body, in_function):
+                return True
+            if pol == 1 and _stops(s.orelse, in_function):
+                return True
+            if _is_main_test(s.test) and _ensures(s.body, False, ensuring):
+                return True
+            if pol == 0 and in_function and _stops(s.body, True):
+                return False  # an early exit on another condition: the check may be skipped
+        value = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
+        if isinstance(value, ast.Call):
+            if _nccl_init(value):
+                return True
+            d = _dotted(value.func)
+            if d is not None and d.rsplit(".", 1)[-1] in ensuring:
+                return True
+        if in_function and isinstance(s, ast.Return):
+            return False
+    return False
+
+
+def _is_main_test(test: ast.AST) -> bool:
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+def _top_level(body: list):
+    """Module-level statements, also those inside top-level ``try`` / ``with`` / ``if`` blocks."""
+    for n in body:
+        yield n
+        if isinstance(n, (ast.Try, ast.With)):
+            yield from _top_level(n.body)
+        elif isinstance(n, ast.If) and not _is_main_test(n.test):
+            yield from _top_level(n.body)
+            yield from _top_level(n.orelse)
+
+
+def _save_name(target: ast.AST) -> Optional[str]:
+    """The file name a save/load path ends in, when the code spells it: ``"m.pt"``,
+    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"``, ``f"{d}/m.pt"``."""
+    if isinstance(target, ast.Constant) and isinstance(target.value, str):
+        return os.path.basename(target.value) or None
+    if isinstance(target, ast.Call) and target.args and (_dotted(target.func) or "").endswith("join"):
+        return _save_name(target.args[-1])
+    if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add):
+        return _save_name(target.right)
+    if isinstance(target, ast.JoinedStr) and target.values and isinstance(target.values[-1], ast.Constant):
+        tail = str(target.values[-1].value)
+        return tail.rsplit("/", 1)[-1] or None if "/" in tail else None  # whole only after a "/"
+    return None
+
+
+def _host_object(obj: ast.AST) -> bool:
+    """``x.cpu()``, ``net.cpu().state_dict()``: moved off the device by the saving code."""
+    if isinstance(obj, ast.Call) and isinstance(obj.func, ast.Attribute) and obj.func.attr == "state_dict":
+        obj = obj.func.value
+    return isinstance(obj, ast.Call) and isinstance(obj.func, ast.Attribute) and obj.func.attr == "cpu"
+
+
+_OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
+_DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
+
+
+def _places(call: ast.Call) -> bool:
+    f = call.func
+    if isinstance(f, ast.Attribute) and f.attr == "cuda":
+        return True
+    for k in call.keywords:
+        if k.arg == "device" and not (isinstance(k.value, ast.Constant) and k.value.value == "cpu"):
+            return True
+    if isinstance(f, ast.Attribute) and f.attr == "to" and call.args:
+        a = call.args[0]
+        if isinstance(a, ast.Constant):
+            return isinstance(a.value, str) and a.value != "cpu"
+        d = _dotted(a) or ""
+        return not (d.startswith("torch.") and _DTYPE_WORDS.search(d.rsplit(".", 1)[-1]))
+    return (_dotted(f) or "").endswith(("DataParallel", "DistributedDataParallel"))
+
+
+def summarize(source: bytes) -> Optional[Summary]:
+    """The summary of one module's source, or None when Python cannot parse it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        # PyTorch <= 0.3 scripts spell `.cuda(async=True)` (`non_blocking` since 0.4), which
+        # Python >= 3.7 refuses: a summary (not the lint) reads them with the keyword renamed
+        if _OLD_ASYNC.search(source) is None:
+            return None
+        try:
+            tree = ast.parse(_OLD_ASYNC.sub(b"non_blocking=", source))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+    except (ValueError, MemoryError, RecursionError):
+        return None
+    s = Summary()
+    raw_saves = []
+    loads = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                s.imports.append([a.name, 0, []])
+        elif isinstance(node, ast.ImportFrom):
+            s.imports.append([node.module or "", node.level, [a.name for a in node.names]])
+        elif isinstance(node, ast.Call):
+            if not s.places and _places(node):
+                s.places = True
+            d = _dotted(node.func) or ""
+            if d.endswith(("torch.load", "jit.load")):
+                loads = True
+            if d in ("torch.save", "torch.jit.save") and node.args:
+                target = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "f"), None)
+                raw_saves.append((target, node.args[0]))
+    s.script = any(
+        isinstance(n, (ast.For, ast.While)) or (isinstance(n, ast.If) and _is_main_test(n.test))
+        or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)) for n in _top_level(tree.body))
+    # host data: moved off the device by the save itself, or saved by a script that places
+    # nothing and loads nothing (what a helper module saves is whatever its callers pass it;
+    # what a script re-saves after a load is whatever the loaded file held)
+    made_here = s.script and not s.places and not loads
+    s.saves = [[_save_name(t) if t is not None else None, _host_object(o) or made_here] for t, o in raw_saves]
+    funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    ensuring: set = set()
+    for _ in range(2):  # a function calling one that requires CUDA requires it too
+        for fn in funcs:
+            if fn.name not in ensuring and _ensures(fn.body, True, ensuring):
+                ensuring.add(fn.name)
+    s.cuda_functions = sorted(ensuring)
+    s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
+    return s
+
+
+# ---------------------------------------------------------------------------------
+# the project
+# ---------------------------------------------------------------------------------
+
+_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", "build", "dist"}
+
+
+class ProjectIndex:
+    """Summaries of a project's modules, read as questions need them."""
+
+    def __init__(self, root: str, cache_dir: Optional[str] = None) -> None:
+        self.root = os.path.abspath(root)
+        self.cache_dir = os.path.join(cache_dir, "project-v%d" % SUMMARY_VERSION) if cache_dir else None
+        self._summaries: dict = {}
+        self._resolved: dict = {}
+        self._closure: dict = {}
+
+    # ---- summaries ------------------------------------------------------------------
+    def summary(self, path: str) -> Optional[Summary]:
+        path = os.path.abspath(path)
+        if path in self._summaries:
+            return self._summaries[path]
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+        except OSError:
+            self._summaries[path] = None
+            return None
+        s = self._cached(source)
+        self._summaries[path] = s
+        return s
+
+    def _cached(self, source: bytes) -> Optional[Summary]:
+        digest = hashlib.sha256(source).hexdigest()
+        entry = os.path.join(self.cache_dir, digest[:2], digest[2:] + ".json") if self.cache_dir else None
+        if entry is not None:
+            try:
+                with open(entry, encoding="utf-8") as f:
+                    data = json.load(f)
+                return Summary(**data) if data is not None else None
+            except (OSError, ValueError, TypeError):
+                pass
+        s = summarize(source)
+        if entry is not None:
+            try:
+                os.makedirs(os.path.dirname(entry), exist_ok=True)
+                tmp = f"{entry}.{os.getpid()}.tmp"
+                with open(tmp, "w", encoding="utf-8") as f:
+                    json.dump(asdict(s) if s is not None else None, f)
+                os.replace(tmp, entry)
+            except OSError:
+                pass  # best effort: a read-only cache only means no caching
+        return s
+
+    # ---- imports --------------------------------------------------------------------
+    def _module_file(self, base: str, dotted_name: str) -> Optional[str]:
+        parts = [p for p in dotted_name.split(".") if p]
+        if not parts:
+            init = os.path.join(base, "__init__.py")
+            return init if os.path.isfile(init) else None
+        cand = os.path.join(base, *parts)
+        if os.path.isfile(cand + ".py"):
+            return cand + ".py"
+        if os.path.isfile(os.path.join(cand, "__init__.py")):
+            return os.path.join(cand, "__init__.py")
+        return None
+
+    def imports(self, path: str) -> list:
+        """[(project file, names imported from it or None for the whole module)]."""
+        path = os.path.abspath(path)
+        if path in self._resolved:
+            return self._resolved[path]
+        out = []
+        s = self.summary(path)
+        here = os.path.dirname(path)
+        for module, level, names in (s.imports if s is not None else ()):
+            if level:
+                base = here
+                for _ in range(level - 1):
+                    base = os.path.dirname(base)
+                bases = [base]
+            else:
+                bases = [here, self.root] if here != self.root else [self.root]
+            for base in bases:
+                target = self._module_file(base, module)
+                if target is None:
+                    continue
+                if names:
+                    subs = [(self._module_file(base, f"{module}.{n}"), n) for n in names if n != "*"]
+                    out.extend((sub, None) for sub, _ in subs if sub is not None)
+                    out.append((target, tuple(n for sub, n in subs if sub is None)))
+                else:
+                    out.append((target, None))
+                break
+            else:
+                if names and level == 0 and module:
+                    continue
+                for base in bases:  # `from . import utils`: the names are modules
+                    for n in names:
+                        sub = self._module_file(base, f"{module}.{n}" if module else n)
+                        if sub is not None:
+                            out.append((sub, None))
+        out = [(os.path.abspath(t), n) for t, n in out
+               if os.path.abspath(t) != path and os.path.commonpath([os.path.abspath(t), self.root]) == self.root]
+        self._resolved[path] = out
+        return out
+
+    def closure(self, path: str, depth: int = 3) -> set:
+        """The project files ``path`` imports, directly or through others (``depth`` hops)."""
+        key = (os.path.abspath(path), depth)
+        if key in self._closure:
+            return self._closure[key]
+        seen: set = set()
+        frontier = [os.path.abspath(path)]
+        for _ in range(depth):
+            nxt = []
+            for p in frontier:
+                for t, _names in self.imports(p):
+                    if t not in seen:
+                        seen.add(t)
+                        nxt.append(t)
+            frontier = nxt
+        self._closure[key] = seen
+        return seen
+
+    def _neighbours(self, path: str) -> list:
+        """The Python files of ``path``'s directory and of the one above (inside the root)."""
+        here = os.path.dirname(os.path.abspath(path))
+        dirs = [here]
+        up = os.path.dirname(here)
+        if os.path.commonpath([up, self.root]) == self.root and up != here:
+            dirs.append(up)
+        out = []
+        for d in dirs:
+            try:
+                names = sorted(os.listdir(d))
+            except OSError:
+                continue
+            out += [os.path.join(d, n) for n in names if n.endswith(".py") and os.path.isfile(os.path.join(d, n))]
+        return out
+
+    # ---- one file's facts -----------------------------------------------------------
+    def facts_for(self, path: str, source: Optional[bytes] = None) -> ProjectFacts:
+        path = os.path.abspath(path)
+        if os.path.commonpath([path, self.root]) != self.root:
+            return NONE
+        if source is None and path.endswith(".ipynb"):
+            source = _notebook_python(path)
+        own = self.summary(path) if source is None else summarize(source)
+        if own is None:
+            return NONE
+        if source is not None:
+            self._summaries[path] = own
+        entry: set = set()
+        program = {path}
+        for target, names in self.imports(path):
+            program.add(target)
+            s = self.summary(target)
+            if s is None:
+                continue
+            funcs = set(s.cuda_functions)
+            entry |= funcs & set(names) if names else funcs
+        importers = []
+        for other in self._neighbours(path):
+            if other == path:
+                continue
+            s = self.summary(other)
+            if s is None or not s.script:
+                continue
+            if os.path.dirname(other) == os.path.dirname(path):
+                program.add(other)
+            if path in self.closure(other):
+                importers.append(s)
+        cuda_only = (not own.script and bool(importers) and all(s.requires_cuda for s in importers)
+                     and os.path.basename(path) != "__init__.py")
+        saves: dict = {}
+        all_saves = []
+        for p in program - {path}:  # the file's own saves are its own model's business
+            s = self.summary(p)
+            for name, host in (s.saves if s is not None else ()):
+                all_saves.append(host)
+                if name:
+                    saves.setdefault(name, []).append(host)
+        host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
+        host_program = bool(all_saves) and all(all_saves)
+        return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
+                            host_program=host_program)
+
+
+def _notebook_python(path: str) -> Optional[bytes]:
+    from devlint.notebook import Notebook, NotebookError
+
+    try:
+        with open(path, "rb") as f:
+            return Notebook(f.read()).python
+    except (OSError, NotebookError, ValueError):
+        return None
+
+
+def find_root(path: str, config_root: Optional[str] = None) -> str:
+    """The project root for ``path``: the configuration's directory, else the nearest
+    ancestor holding ``.git``, ``pyproject.toml``, ``setup.py`` or ``setup.cfg``, else the
+    file's own directory."""
+    here = os.path.dirname(os.path.abspath(path))
+    if config_root and os.path.commonpath([here, os.path.abspath(config_root)]) == os.path.abspath(config_root):
+        return os.path.abspath(config_root)
+    d = here
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in (".git", "pyproject.toml", "setup.py", "setup.cfg")):
+            return d
+        up = os.path.dirname(d)
+        if up == d:
+            return here
+        d = up
+
+
+_INDEXES: dict = {}
+_ROOTS: dict = {}
+
+
+def facts_for(path: str, source: Optional[bytes] = None, config_root: Optional[str] = None,
+              cache_dir: Optional[str] = None) -> ProjectFacts:
+    """The project facts of the file at ``path`` (``source``: its Python source, when it is
+    not the file's bytes, as for a notebook). Never raises: a project that cannot be read
+    says nothing."""
+    try:
+        here = os.path.dirname(os.path.abspath(path))
+        root = _ROOTS.get((here, config_root))
+        if root is None:
+            root = _ROOTS[(here, config_root)] = find_root(path, config_root)
+        return index_for(root, cache_dir).facts_for(path, source)
+    except (OSError, ValueError, RecursionError):
+        return NONE
+
+
+def index_for(root: str, cache_dir: Optional[str] = None) -> ProjectIndex:
+    """One index per root and process (summaries are read once per run)."""
+    key = (os.path.abspath(root), cache_dir)
+    idx = _INDEXES.get(key)
+    if idx is None:
+        if len(_INDEXES) > 16:
+            _INDEXES.clear()
+        idx = _INDEXES[key] = ProjectIndex(root, cache_dir)
+    return idx
