@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.checkpoints import (HostSaves, host_used_load, project_holds_host, is_dataset_class, is_dataset_module,
-                                          is_library_module, is_test_file, only_into_scaler, package_data_path,
+                                          is_library_module, is_test_module, only_into_scaler, package_data_path,
                                           path_key)
 from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
@@ -251,7 +251,7 @@ class LoadWithoutMapLocation(Rule):
             return  # a dataset's cache: host data, nothing to map
         if self._host_saves.saves_unplaced and is_dataset_module(self.ctx.module):
             return  # a dataset module's own cache / metadata file, written by functions that place nothing
-        if self._host_saves.writes_any and is_test_file(self.ctx.filename):
+        if self._host_saves.writes_any and is_test_module(self.ctx.filename, self.ctx.module):
             return  # a test reading back what the test file itself wrote: a round trip in one process
         if self._host_saves.xla:
             return  # XLA tensors are pickled from host copies (`xm.save`): nothing to map

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 import libcst as cst
 
-from devlint.analysis.checkpoints import is_test_file
+from devlint.analysis.checkpoints import is_test_module
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
@@ -21,6 +21,7 @@ RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 _DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
 # `.to()` keywords that do not change what the folded factory must do
 _HARMLESS_TO_KW = {"non_blocking", "copy"}
+_SCALAR_OPS = (cst.Multiply, cst.Add, cst.Subtract, cst.Divide, cst.FloorDivide)
 
 
 _PLACERS = frozenset({"to", "cuda", "to_empty"})
@@ -130,6 +131,8 @@ class HostAllocThenMove(Rule):
 
     VALID = [
         "import torch\nx = torch.zeros(3, device='cuda')\n",
+        # a host factory combined with another tensor a call builds: both would have to move
+        "import torch\ndef f(x, n):\n    return (torch.ones(n) * torch.rand(n)).to(x.device)\n",
         # a library's `__main__` demo: the model is built here and left on the CPU, nothing is copied
         "import torch\nfrom torch import nn\nclass Codec(nn.Module):\n    pass\n"
         "if __name__ == '__main__':\n    model = Codec().to('cpu')\n    x = torch.randn(1, 16).to(model.device)\n",
@@ -191,6 +194,16 @@ class HostAllocThenMove(Rule):
         ),
         Invalid("import torch\nx = torch.ones(4).cuda(1)\n"),
         Invalid("import torch\ndef f(device):\n    return torch.ones(4).to(device, torch.float16)\n"),
+        # a host factory scaled by a number, then copied, every sampling step
+        Invalid("import torch\ndef steps(x, n):\n    for _ in range(10):\n        t = (torch.ones(n) * 2).to(x.device)\n"
+                "        x = x * t\n    return x\n",
+                "import torch\ndef steps(x, n):\n    for _ in range(10):\n        t = (torch.ones(n, device=x.device) * 2)\n"
+                "        x = x * t\n    return x\n"),
+        # ... by a loop index: unsafe (were `i` a host tensor, it would now mix devices)
+        Invalid("import torch\ndef steps(x, seq):\n    for i in seq:\n        t = (torch.ones(x.size(0)) * i).to(x.device)\n"
+                "        x = x + t\n    return x\n",
+                "import torch\ndef steps(x, seq):\n    for i in seq:\n        t = (torch.ones(x.size(0), device=x.device) * i)\n"
+                "        x = x + t\n    return x\n", unsafe=True),
         # the same demo once the model is placed on a device: the copy is real
         Invalid("import torch\nfrom torch import nn\nclass Codec(nn.Module):\n    pass\n"
                 "if __name__ == '__main__':\n    model = Codec().to('cuda')\n    x = torch.randn(1, 16).to(model.device)\n",
@@ -209,6 +222,9 @@ class HostAllocThenMove(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
             return
         inner = func.value
+        if isinstance(inner, cst.BinaryOperation) and func.attr.value == "to":
+            self._arith_to(node, inner)
+            return
         if not isinstance(inner, cst.Call):
             return
         q = self.facts.qualname(inner.func)
@@ -221,7 +237,7 @@ class HostAllocThenMove(Rule):
             return
         if any(keyword(inner, k) is not None for k in ("pin_memory", "out", "generator")):
             return  # a pinned staging buffer / a preallocated output / numbers drawn by a host generator
-        if factory in RANDOM and is_test_file(self.ctx.filename):
+        if factory in RANDOM and is_test_module(self.ctx.filename, self.ctx.module):
             return  # test inputs drawn on the host then moved: the same values on every device, on purpose
         meth = func.attr.value
         if meth == "to":
@@ -257,6 +273,38 @@ class HostAllocThenMove(Rule):
             return
         new = with_keyword(inner, "device", device)
         self.report(node, msg, self._make_fix(factory, inner, {node: new}, None))
+
+    def _arith_to(self, node: cst.Call, expr: cst.BinaryOperation) -> None:
+        """``(torch.ones(n) * i).to(x.device)``: a host factory combined with a Python value
+        (a number, a loop index) and then copied: the factory can be built on the device."""
+        if not isinstance(expr.operator, _SCALAR_OPS) or len(node.args) != 1 or node.args[0].keyword is not None:
+            return
+        device = node.args[0].value
+        if not device_evidence(self.facts, device, self.t.scope, self.t.cls) or self._module_left_on_host(device):
+            return
+        sides = [(expr.left, expr.right), (expr.right, expr.left)]
+        for inner, other in sides:
+            inner = inner if isinstance(inner, cst.Call) else None
+            q = self.facts.qualname(inner.func) if inner is not None else None
+            if q is None or not q.startswith("torch.") or q.count(".") != 1:
+                continue
+            factory = q.rsplit(".", 1)[-1]
+            if factory not in FACTORIES or keyword(inner, "device") is not None or has_double_star(inner) \
+                    or not factory_takes_device(factory, inner) or isinstance(other, cst.Call):
+                return  # a second tensor built by a call: it would have to move too
+            if factory in RANDOM and is_test_module(self.ctx.filename, self.ctx.module):
+                return
+            text = self.ctx.module.code_for_node(device)
+            msg = (f"`torch.{factory}(...)` is allocated on the host, combined with "
+                   f"`{self.ctx.module.code_for_node(other)}` and then copied to `{text}`; "
+                   f"pass `device={text}` to the factory")
+            # the other operand: a number is safe; a name may be a host tensor (then it would mix)
+            number = isinstance(other, (cst.Integer, cst.Float)) or (
+                isinstance(other, cst.UnaryOperation) and isinstance(other.expression, (cst.Integer, cst.Float)))
+            new = expr.with_changes(**{"left" if other is expr.right else "right": with_keyword(inner, "device", device)})
+            make = safe if number and factory not in RANDOM else unsafe
+            self.report(node, msg, make(f"pass `device={text}` to `torch.{factory}` and drop the copy", {node: new}))
+            return
 
     def _module_left_on_host(self, device: cst.BaseExpression) -> bool:
         """``model.device`` where this scope builds ``model`` (a class call, maybe placed with

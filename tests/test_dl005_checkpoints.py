@@ -96,3 +96,19 @@ def test_test_file_round_trip_across_functions_is_silent():
     assert lint_source(src, "test_ckpt.py", sel).diagnostics == []
     # the same code outside a test file is still reported
     assert [d.code for d in lint_source(src, "ckpt.py", sel).diagnostics] == ["DL005"]
+
+
+def test_evaluation_script_named_test_is_not_a_test_round_trip():
+    """A research repository's `test_benchmark.py` that saves images (`save_image`) and loads
+    a GPU-trained checkpoint is an evaluation script, not a test reading back what it wrote."""
+    from devlint.engine import Settings, lint_source
+
+    src = (b"import torch\nimport torchvision.utils as utils\nfrom model import Generator\n"
+           b"model = Generator(4).eval()\nif torch.cuda.is_available():\n    model = model.cuda()\n"
+           b"model.load_state_dict(torch.load('epochs/' + NAME))\n"
+           b"for i, img in enumerate(images):\n    utils.save_image(model(img), f'out_{i}.png')\n")
+    sel = Settings(select=frozenset({"DL005"}))
+    assert [d.code for d in lint_source(src, "test_benchmark.py", sel).diagnostics] == ["DL005"]
+    # a real test module of that name that writes checkpoints still reads back its own files
+    test = src + b"def test_round_trip(tmp_path):\n    torch.save({'a': 1}, tmp_path / 'x.pt')\n"
+    assert lint_source(test, "test_benchmark.py", sel).diagnostics == []

@@ -358,6 +358,24 @@ def is_test_file(filename: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
+def is_test_module(filename: str, module: cst.Module) -> bool:
+    """A test file by its name that holds tests: a ``test_*`` function or ``Test*`` class, or
+    an import of pytest / unittest (``test_image.py`` of a research repository is often an
+    evaluation script, not a test)."""
+    if not is_test_file(filename):
+        return False
+    for stmt in module.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value.lower().startswith("test"):
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for s in stmt.body:
+                mod = (dotted(s.module) if isinstance(s, cst.ImportFrom) and s.module is not None else
+                       " ".join(dotted(a.name) or "" for a in s.names) if isinstance(s, cst.Import) else "")
+                if mod and any(m.split(".")[0] in ("pytest", "unittest") for m in mod.split()):
+                    return True
+    return filename.replace("\\", "/").rsplit("/", 1)[-1] == "conftest.py"
+
+
 def only_into_scaler(load: cst.Call, root: cst.CSTNode, receivers: Set[str]) -> bool:
     """The loaded object only goes into ``<scaler>.load_state_dict(...)`` where ``<scaler>`` is
     assigned a ``GradScaler`` in this file: a scaler's ``state_dict()`` holds Python numbers

@@ -514,8 +514,12 @@ class GuardModel:
                 return
         for n in nodes(module, into_scopes=True):
             if isinstance(n, cst.FunctionDef) and isinstance(n.body, cst.IndentedBlock):
-                for st in statements(n.body):
-                    if isinstance(st, (cst.Import, cst.ImportFrom)) and _cuda_only_import(st, _CUDA_ONLY_FUNCTION):
+                # only an import the function always runs: `if fp16: from apex import amp`
+                # makes that branch CUDA-only, not the whole function
+                for line in n.body.body:
+                    if isinstance(line, cst.SimpleStatementLine) and any(
+                            isinstance(st, (cst.Import, cst.ImportFrom)) and _cuda_only_import(st, _CUDA_ONLY_FUNCTION)
+                            for st in line.body):
                         self.cuda_only_functions.add(n)
                         break
 
