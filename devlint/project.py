@@ -31,7 +31,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ NONE = ProjectFacts()
 class Summary:
     """The few facts of one module other files may ask about."""
 
-    imports: list = field(default_factory=list)  # [module, level, [names]] per import
+    imports: list = field(default_factory=list)  # [module, level, [[name, alias or None]]] per import
     script: bool = False  # runs code when executed (`__main__` block, top-level calls or loops)
     requires_cuda: bool = False  # running it as a script exits/raises/asserts without CUDA
     cuda_functions: list = field(default_factory=list)  # top-level functions that require CUDA
@@ -243,7 +243,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             for a in node.names:
                 s.imports.append([a.name, 0, []])
         elif isinstance(node, ast.ImportFrom):
-            s.imports.append([node.module or "", node.level, [a.name for a in node.names]])
+            s.imports.append([node.module or "", node.level, [[a.name, a.asname] for a in node.names]])
         elif isinstance(node, ast.Call):
             if not s.places and _places(node):
                 s.places = True
@@ -293,16 +293,24 @@ class ProjectIndex:
     # ---- summaries ------------------------------------------------------------------
     def summary(self, path: str) -> Optional[Summary]:
         path = os.path.abspath(path)
-        if path in self._summaries:
-            return self._summaries[path]
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)  # a long-lived process (the language server) sees edits
+        hit = self._summaries.get(path)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
         try:
             with open(path, "rb") as f:
                 source = f.read()
         except OSError:
-            self._summaries[path] = None
             return None
         s = self._cached(source)
-        self._summaries[path] = s
+        self._summaries[path] = (stamp, s)
+        if hit is not None:  # an edited module: what was derived from the old one goes
+            self._resolved.clear()
+            self._closure.clear()
         return s
 
     def _cached(self, source: bytes) -> Optional[Summary]:
@@ -341,7 +349,7 @@ class ProjectIndex:
         return None
 
     def imports(self, path: str) -> list:
-        """[(project file, names imported from it or None for the whole module)]."""
+        """[(project file, ((name, alias), ...) imported from it, or None for the whole module)]."""
         path = os.path.abspath(path)
         if path in self._resolved:
             return self._resolved[path]
@@ -361,9 +369,10 @@ class ProjectIndex:
                 if target is None:
                     continue
                 if names:
-                    subs = [(self._module_file(base, f"{module}.{n}"), n) for n in names if n != "*"]
-                    out.extend((sub, None) for sub, _ in subs if sub is not None)
-                    out.append((target, tuple(n for sub, n in subs if sub is None)))
+                    subs = [(self._module_file(base, f"{module}.{n}"), n, a) for n, a in names if n != "*"]
+                    out.extend((sub, None) for sub, _, _ in subs if sub is not None)
+                    star = any(n == "*" for n, _ in names)
+                    out.append((target, None if star else tuple((n, a) for sub, n, a in subs if sub is None)))
                 else:
                     out.append((target, None))
                 break
@@ -371,7 +380,7 @@ class ProjectIndex:
                 if names and level == 0 and module:
                     continue
                 for base in bases:  # `from . import utils`: the names are modules
-                    for n in names:
+                    for n, _a in names:
                         sub = self._module_file(base, f"{module}.{n}" if module else n)
                         if sub is not None:
                             out.append((sub, None))
@@ -424,8 +433,6 @@ class ProjectIndex:
         own = self.summary(path) if source is None else summarize(source)
         if own is None:
             return NONE
-        if source is not None:
-            self._summaries[path] = own
         entry: set = set()
         program = {path}
         for target, names in self.imports(path):
@@ -434,7 +441,8 @@ class ProjectIndex:
             if s is None:
                 continue
             funcs = set(s.cuda_functions)
-            entry |= funcs & set(names) if names else funcs
+            # `from utils import init as setup` is called `setup(...)`; `import utils` as `utils.init(...)`
+            entry |= {a or n for n, a in names if n in funcs} if names is not None else funcs
         importers = []
         for other in self._neighbours(path):
             if other == path:

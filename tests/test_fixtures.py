@@ -15,14 +15,18 @@ import pytest
 
 from devlint import registry
 from devlint.engine import Settings, fix_source, lint_source
+from devlint.settings import with_project
 from fixtures_lib import discover_cases, run_program
 
 CASES = discover_cases()
 IDS = [c.id for c in CASES]
 
 
-def _settings(case) -> Settings:
-    return Settings(select=registry.resolve(case.select), unsafe_fixes=case.unsafe)
+def _settings(case, path=None, source=None) -> Settings:
+    """The case's settings, with the project facts of ``path`` as the CLI computes them (a
+    fixture folder is a small project: its helper modules are read by the project index)."""
+    s = Settings(select=registry.resolve(case.select), unsafe_fixes=case.unsafe)
+    return with_project(s, str(path), source) if path is not None else s
 
 
 def _cuda_available() -> bool:
@@ -48,15 +52,15 @@ def test_every_rule_has_fixtures():
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_reports_expected_lines(case):
     src = case.before_path.read_bytes()
-    diags = lint_source(src, str(case.before_path), _settings(case)).diagnostics
+    diags = lint_source(src, str(case.before_path), _settings(case, case.before_path, src)).diagnostics
     lines = sorted(d.line for d in diags if d.code == case.code)
     assert lines == sorted(case.lines), [f"{d.line}: {d.code} {d.message}" for d in diags]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_fix_matches_after_and_is_idempotent(case):
-    settings = _settings(case)
     before = case.before_path.read_bytes()
+    settings = _settings(case, case.before_path, before)
     expected = case.after_path.read_bytes()
     out = fix_source(before, str(case.before_path), settings)
     assert out.converged

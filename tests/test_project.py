@@ -1,0 +1,127 @@
+"""Project-wide facts (devlint/project.py), through the real CLI: what other files of the
+project say about a line, each with the trap that keeps the finding, and a lint cache that
+follows an edit of an imported module."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from devlint.cli import main
+from devlint.project import ProjectIndex, summarize
+
+
+def write(root: Path, files: dict) -> None:
+    for name, text in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def lint(root: Path, monkeypatch, *paths, cache: bool = False) -> list[tuple[str, int, str]]:
+    monkeypatch.chdir(root)
+    args = ["check", "--output-format", "json", "--exit-zero", *(paths or ["."])]
+    if not cache:
+        args.append("--no-cache")
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    return sorted((d["filename"], d["line"], d["code"]) for d in json.loads(res.stdout))
+
+
+EXITS = ("import sys\nimport torch\nimport layers\n\ndef main():\n    if not torch.cuda.is_available():\n"
+         "        print('needs a GPU')\n        sys.exit(1)\n    net = layers.Net()\n    print(net)\n\n"
+         "if __name__ == '__main__':\n    main()\n")
+RUNS_ANYWHERE = ("import torch\nimport layers\n\nnet = layers.Net()\nprint(net(torch.ones(1, 4)))\n")
+LAYERS = ("import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+          "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n"
+          "        return self.fc(x.cuda())\n")
+
+
+def test_module_imported_only_by_scripts_that_need_cuda_is_cuda_only(tmp_path, monkeypatch):
+    write(tmp_path, {"train.py": EXITS, "test.py": EXITS.replace("def main", "def evaluate").replace("    main()", "    evaluate()"), "layers.py": LAYERS})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "layers.py"] == []
+
+
+def test_one_importer_that_runs_anywhere_keeps_the_finding(tmp_path, monkeypatch):
+    write(tmp_path, {"train.py": EXITS, "demo.py": RUNS_ANYWHERE, "layers.py": LAYERS})
+    assert ("layers.py", 10, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_the_index_follows_imports_through_other_modules(tmp_path, monkeypatch):
+    """train.py -> search.py -> layers.py: layers is still only reached from a GPU script."""
+    write(tmp_path, {"train.py": EXITS.replace("import layers", "import search as layers"),
+                     "search.py": "from layers import Net\n", "layers.py": LAYERS})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "layers.py"] == []
+
+
+ENTRY = ("import sys\nimport torch\n\ndef init_distributed_mode(args=None):\n"
+         "    if not torch.cuda.is_available():\n        print('distributed mode needs GPUs')\n        sys.exit(1)\n"
+         "    torch.cuda.set_device(0)\n")
+NOT_ENTRY = "import torch\n\ndef init_distributed_mode(args=None):\n    torch.manual_seed(0)\n"
+SCRIPT = ("import torch\nfrom utils import init_distributed_mode as init\n\ninit()\ntorch.cuda.synchronize()\n"
+          "x = torch.ones(2)\nx = x.cuda()\nprint(x)\n")
+
+
+def test_imported_function_that_exits_without_cuda_guards_what_follows(tmp_path, monkeypatch):
+    write(tmp_path, {"utils.py": ENTRY, "train.py": SCRIPT})
+    assert [f for f in lint(tmp_path, monkeypatch, "train.py") if f[2] in ("DL002", "DL004")] == []
+
+
+def test_imported_function_that_does_not_exit_keeps_the_findings(tmp_path, monkeypatch):
+    write(tmp_path, {"utils.py": NOT_ENTRY, "train.py": SCRIPT})
+    codes = {f[2] for f in lint(tmp_path, monkeypatch, "train.py")}
+    assert {"DL002", "DL004"} <= codes
+
+
+SAVES_HOST = ("import torch\nfrom torch import nn\n\nif __name__ == '__main__':\n    model = nn.Linear(2, 2)\n"
+              "    torch.save(model.state_dict(), 'net.pt')\n")
+SAVES_DEVICE = SAVES_HOST.replace("nn.Linear(2, 2)", "nn.Linear(2, 2).cuda()")
+LOADS = "import torch\nfrom torch import nn\n\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('net.pt'))\n"
+
+
+def test_checkpoint_written_from_host_data_by_another_script(tmp_path, monkeypatch):
+    write(tmp_path, {"train.py": SAVES_HOST, "eval.py": LOADS})
+    assert [f for f in lint(tmp_path, monkeypatch, "eval.py") if f[2] == "DL005"] == []
+
+
+def test_checkpoint_written_from_the_gpu_by_another_script(tmp_path, monkeypatch):
+    write(tmp_path, {"train.py": SAVES_DEVICE, "eval.py": LOADS})
+    assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")
+
+
+def test_checkpoint_resaved_after_a_load_is_not_host_data(tmp_path, monkeypatch):
+    """A script that loads a checkpoint and saves it again passes on whatever it held."""
+    convert = ("import torch\n\nif __name__ == '__main__':\n    sd = torch.load('in.pt', map_location='cpu')\n"
+               "    torch.save(sd, 'net.pt')\n")
+    write(tmp_path, {"convert.py": convert, "eval.py": LOADS})
+    assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")
+
+
+def test_cache_follows_an_edit_of_an_imported_module(tmp_path, monkeypatch):
+    """A file's cached result depends on the summaries of the project modules it reads:
+    editing one makes the finding appear, and vanish again, with the cache on."""
+    write(tmp_path, {"utils.py": ENTRY, "train.py": SCRIPT})
+    guarded = [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL004"]
+    assert guarded == []
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == lint(tmp_path, monkeypatch, "train.py")
+    write(tmp_path, {"utils.py": NOT_ENTRY})
+    assert ("train.py", 5, "DL004") in lint(tmp_path, monkeypatch, "train.py", cache=True)
+    write(tmp_path, {"utils.py": ENTRY})
+    assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL004"] == []
+    assert (tmp_path / ".devlint_cache" / "project-v2").is_dir()  # summaries kept by content hash
+
+
+def test_summary_reads_old_pytorch_scripts():
+    """`.cuda(async=True)` (PyTorch <= 0.3) is a syntax error today; its summary still
+    reads the script's CUDA requirement."""
+    src = (b"import sys\nimport torch\n\ndef main():\n    if not torch.cuda.is_available():\n        sys.exit(1)\n"
+           b"    x = torch.ones(2).cuda(async=True)\n\nif __name__ == '__main__':\n    main()\n")
+    s = summarize(src)
+    assert s is not None and s.script and s.requires_cuda and s.cuda_functions == ["main"]
+
+
+def test_unreadable_neighbours_say_nothing(tmp_path):
+    write(tmp_path, {"broken.py": "def f(:\n", "layers.py": LAYERS})
+    facts = ProjectIndex(str(tmp_path)).facts_for(str(tmp_path / "layers.py"))
+    assert not facts
