@@ -201,6 +201,7 @@ def _host_object(obj: ast.AST) -> bool:
 
 
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
+_CUDA_WORDS = re.compile(rb"cuda|pin_memory")
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
 
@@ -220,8 +221,39 @@ def _places(call: ast.Call) -> bool:
     return (_dotted(f) or "").endswith(("DataParallel", "DistributedDataParallel"))
 
 
+# A module none of whose lines can bear on a CUDA requirement or a checkpoint needs no parse:
+# its imports and whether it runs as a script are read off its text (most of a library).
+_NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|\.save\(")
+_SCRIPT_HINT = re.compile(rb"^(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()", re.M)
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))",
+                          re.M)
+_NAME_AS = re.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
+
+
+def _text_imports(source: bytes) -> list:
+    out = []
+    for m in _IMPORT_LINE.finditer(source):
+        dots, module, names, plain = (g.decode("utf-8", "replace") if g is not None else None for g in m.groups())
+        if plain is not None:
+            for part in plain.replace("\\", " ").split(","):
+                nm = _NAME_AS.match(part.strip())
+                if nm:
+                    out.append([nm.group(1), 0, []])
+            continue
+        pairs = []
+        for part in names.strip().strip("()").replace("\\", " ").split(","):
+            nm = _NAME_AS.match(" ".join(part.split()))
+            if nm:
+                pairs.append([nm.group(1), nm.group(2)])
+        if pairs:
+            out.append([module, len(dots), pairs])
+    return out
+
+
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
+    if _NEEDS_AST.search(source) is None:
+        return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(source) is not None)
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -235,16 +267,11 @@ def summarize(source: bytes) -> Optional[Summary]:
             return None
     except (ValueError, MemoryError, RecursionError):
         return None
-    s = Summary()
+    s = Summary(imports=_text_imports(source))
     raw_saves = []
     loads = False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                s.imports.append([a.name, 0, []])
-        elif isinstance(node, ast.ImportFrom):
-            s.imports.append([node.module or "", node.level, [[a.name, a.asname] for a in node.names]])
-        elif isinstance(node, ast.Call):
+    for node in (ast.walk(tree) if b".save(" in source else ()):  # calls matter for saves only
+        if isinstance(node, ast.Call):
             if not s.places and _places(node):
                 s.places = True
             d = _dotted(node.func) or ""
@@ -289,6 +316,7 @@ class ProjectIndex:
         self._summaries: dict = {}
         self._resolved: dict = {}
         self._closure: dict = {}
+        self._by_digest: dict = {}  # content hash -> summary (a file and its neighbours' view agree)
 
     # ---- summaries ------------------------------------------------------------------
     def summary(self, path: str) -> Optional[Summary]:
@@ -315,6 +343,12 @@ class ProjectIndex:
 
     def _cached(self, source: bytes) -> Optional[Summary]:
         digest = hashlib.sha256(source).hexdigest()
+        if digest in self._by_digest:
+            return self._by_digest[digest]
+        s = self._by_digest[digest] = self._stored(source, digest)
+        return s
+
+    def _stored(self, source: bytes, digest: str) -> Optional[Summary]:
         entry = os.path.join(self.cache_dir, digest[:2], digest[2:] + ".json") if self.cache_dir else None
         if entry is not None:
             try:
@@ -348,13 +382,13 @@ class ProjectIndex:
             return os.path.join(cand, "__init__.py")
         return None
 
-    def imports(self, path: str) -> list:
+    def imports(self, path: str, summary: Optional[Summary] = None) -> list:
         """[(project file, ((name, alias), ...) imported from it, or None for the whole module)]."""
         path = os.path.abspath(path)
-        if path in self._resolved:
+        if path in self._resolved and summary is None:
             return self._resolved[path]
         out = []
-        s = self.summary(path)
+        s = summary if summary is not None else self.summary(path)
         here = os.path.dirname(path)
         for module, level, names in (s.imports if s is not None else ()):
             if level:
@@ -386,7 +420,8 @@ class ProjectIndex:
                             out.append((sub, None))
         out = [(os.path.abspath(t), n) for t, n in out
                if os.path.abspath(t) != path and os.path.commonpath([os.path.abspath(t), self.root]) == self.root]
-        self._resolved[path] = out
+        if summary is None:
+            self._resolved[path] = out
         return out
 
     def closure(self, path: str, depth: int = 3) -> set:
@@ -425,47 +460,71 @@ class ProjectIndex:
 
     # ---- one file's facts -----------------------------------------------------------
     def facts_for(self, path: str, source: Optional[bytes] = None) -> ProjectFacts:
+        """``source``: the file's Python source when it is not the file's bytes (a notebook)."""
         path = os.path.abspath(path)
         if os.path.commonpath([path, self.root]) != self.root:
             return NONE
-        if source is None and path.endswith(".ipynb"):
-            source = _notebook_python(path)
-        own = self.summary(path) if source is None else summarize(source)
+        if source is None:
+            if path.endswith(".ipynb"):
+                source = _notebook_python(path)
+                own = self._cached(source) if source is not None else None
+            else:
+                own = self.summary(path)
+                try:
+                    with open(path, "rb") as f:
+                        source = f.read()
+                except OSError:
+                    return NONE
+        else:
+            own = self._cached(source)
         if own is None:
             return NONE
+        # only what the file's own text can use is asked: CUDA facts for code that names CUDA
+        # (DL002, DL004), checkpoint facts for code that loads (DL005)
+        need_cuda = _CUDA_WORDS.search(source) is not None
+        need_ckpt = b"load" in source
+        if not (need_cuda or need_ckpt):
+            return NONE
+        imported = self.imports(path, own)
         entry: set = set()
-        program = {path}
-        for target, names in self.imports(path):
-            program.add(target)
-            s = self.summary(target)
-            if s is None:
-                continue
-            funcs = set(s.cuda_functions)
-            # `from utils import init as setup` is called `setup(...)`; `import utils` as `utils.init(...)`
-            entry |= {a or n for n, a in names if n in funcs} if names is not None else funcs
-        importers = []
-        for other in self._neighbours(path):
-            if other == path:
-                continue
-            s = self.summary(other)
-            if s is None or not s.script:
-                continue
-            if os.path.dirname(other) == os.path.dirname(path):
-                program.add(other)
-            if path in self.closure(other):
-                importers.append(s)
-        cuda_only = (not own.script and bool(importers) and all(s.requires_cuda for s in importers)
-                     and os.path.basename(path) != "__init__.py")
-        saves: dict = {}
-        all_saves = []
-        for p in program - {path}:  # the file's own saves are its own model's business
-            s = self.summary(p)
-            for name, host in (s.saves if s is not None else ()):
-                all_saves.append(host)
-                if name:
-                    saves.setdefault(name, []).append(host)
-        host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
-        host_program = bool(all_saves) and all(all_saves)
+        if need_cuda:
+            for target, names in imported:
+                s = self.summary(target)
+                if s is None or not s.cuda_functions:
+                    continue
+                funcs = set(s.cuda_functions)
+                # `from utils import init as setup` is called `setup(...)`; `import utils` as `utils.init(...)`
+                entry |= {a or n for n, a in names if n in funcs} if names is not None else funcs
+        cuda_only = False
+        program = {t for t, _ in imported}
+        if need_cuda and not own.script and os.path.basename(path) != "__init__.py":
+            importers = []
+            for other in self._neighbours(path):
+                if other == path:
+                    continue
+                s = self.summary(other)
+                if s is not None and s.script and path in self.closure(other):
+                    importers.append(s)
+            cuda_only = bool(importers) and all(s.requires_cuda for s in importers)
+        host_files: frozenset = frozenset()
+        host_program = False
+        if need_ckpt:
+            here = os.path.dirname(path)
+            for other in self._neighbours(path):
+                if os.path.dirname(other) == here and other != path:
+                    s = self.summary(other)
+                    if s is not None and s.script:
+                        program.add(other)
+            saves: dict = {}
+            all_saves = []
+            for p in program - {path}:  # the file's own saves are its own model's business
+                s = self.summary(p)
+                for name, host in (s.saves if s is not None else ()):
+                    all_saves.append(host)
+                    if name:
+                        saves.setdefault(name, []).append(host)
+            host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
+            host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             host_program=host_program)
 

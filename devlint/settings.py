@@ -4,6 +4,7 @@ Read without importing LibCST (see :mod:`devlint.catalogue`)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -48,10 +49,15 @@ class Settings:
                      sorted(self.baseline), self.parse_errors, self.project.key() if self.project else ""))
 
 
+# For benchmarks only: DEVLINT_NO_PROJECT=1 lints each file on its own (benchmarks/bench.py
+# times what the project index costs that way).
+_NO_PROJECT = os.environ.get("DEVLINT_NO_PROJECT") == "1"
+
+
 def with_project(settings: Settings, path: Optional[str], source: Optional[bytes]) -> Settings:
     """``settings`` with the project facts of the file at ``path`` (whose Python source is
     ``source``), computed once: what the rest of the project says about it (devlint.project)."""
-    if settings.project is not None or not settings.use_project or path is None:
+    if settings.project is not None or not settings.use_project or path is None or _NO_PROJECT:
         return settings
     import dataclasses
 
