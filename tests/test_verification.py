@@ -64,3 +64,22 @@ def test_verify_script_refuses_without_cuda(tmp_path):
     assert proc.returncode == 3
     assert "no CUDA device visible" in proc.stderr
     assert not out.exists(), "nothing verified, so no results folder either"
+
+
+def test_verify_script_plans_resumable_chunks_without_cuda(tmp_path):
+    """The GPU run is cut in chunks that fit a 10-minute command (one per rule directory,
+    the other CUDA tests, the copy table); a chunk already passed is not run again."""
+    out = tmp_path / "verify-out"
+    env = dict(os.environ, OUT=str(out), VERIFY_PLAN="1")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "verify_cuda.sh")], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    plan = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
+    rules = sorted(p.name for p in (ROOT / "tests" / "fixtures").glob("DL*") if p.is_dir())
+    assert list(plan) == [*rules, "other", "transfers"]
+    assert set(plan.values()) == {"to run"}
+    (out / "chunks").mkdir(parents=True)
+    (out / "chunks" / "DL002.status").write_text("passed\n")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "verify_cuda.sh"), "DL002", "DL005"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.stdout.splitlines() == ["DL002: passed", "DL005: to run"]
