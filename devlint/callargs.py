@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.style import requote
+from devlint.syntax import factory_takes_device  # noqa: F401 - re-exported: rules import it from here
 
 _NO_SPACE = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
@@ -113,10 +114,3 @@ def without_keyword(call: cst.Call, name: str) -> cst.Call:
     return call.with_changes(args=args)
 
 
-def factory_takes_device(name: str, call: cst.Call) -> bool:
-    """Whether ``torch.<name>(...)`` has an overload that takes ``device=`` here."""
-    if name == "normal":  # normal(mean_tensor, std_tensor) follows its inputs' device
-        return positional_count(call) >= 3 or keyword(call, "size") is not None
-    if name == "as_tensor":
-        return positional_count(call) <= 1
-    return True

@@ -3,15 +3,18 @@ and inserting the file's one guarded device variable after the imports."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 import libcst as cst
 
-from devlint.analysis.style import string_quote
+from devlint.analysis.accumulators import is_number
+from devlint.analysis.numpy_ops import torch_equivalent
+from devlint.analysis.style import string, string_quote
+from devlint.analysis.transfers import host_receiver, is_move
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import TENSOR, PARAM, FileFacts, dotted
 from devlint.syntax import own_params
-from devlint.walk import children
+from devlint.walk import children, nodes
 
 if TYPE_CHECKING:
     from devlint.context import FileContext
@@ -320,3 +323,103 @@ def legacy_type_call(call: cst.Call, factory: str, torch_name: str, dtype: str,
     new_args.append(_keyword("dtype", cst.parse_expression(f"{torch_name}.{dtype}"), _arg_comma()))
     new_args.append(_keyword("device", device))
     return cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=new_args)
+
+
+# ---- DL003's rewrites of host round trips (the questions: devlint.analysis.numpy_ops / transfers) ----
+
+def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]:
+    """``Tensor(np.random.normal(0, 1, shape))`` (``Tensor`` a ``kind`` alias chosen by
+    ``test``) -> ``torch.randn(shape, device="cuda" if test else "cpu")``: unsafe, the
+    numbers come from torch's generator instead of NumPy's."""
+    inner = call.args[0].value
+    fn = q.rsplit(".", 1)[-1]
+    if not q.startswith("numpy.random.") or any(a.star for a in inner.args):
+        return None
+    args = [a.value for a in inner.args if a.keyword is None]
+    kw = {a.keyword.value: a.value for a in inner.args if a.keyword is not None}
+    shape = None
+    if kind == "FloatTensor" and fn in ("normal", "uniform") and not set(kw) - {"loc", "scale", "low", "high", "size"}:
+        names = ("loc", "scale", "size") if fn == "normal" else ("low", "high", "size")
+        vals = [args[i] if i < len(args) else kw.get(k) for i, k in enumerate(names)]
+        if all(v is not None for v in vals) and all(
+                isinstance(v, (cst.Integer, cst.Float)) and v.evaluated_value == u for v, u in zip(vals[:2], (0, 1))):
+            op, shape = ("randn" if fn == "normal" else "rand"), [vals[2]]
+    elif kind == "FloatTensor" and fn in ("randn", "rand") and not kw and args:
+        op, shape = fn, args
+    elif kind == "LongTensor" and fn == "randint" and len(args) == 3 and not kw and isinstance(args[2], cst.Tuple):
+        op, shape = "randint", args
+    if shape is None:
+        return None
+    quote = string_quote(facts.source)
+    dev = string("cuda", quote)
+    if test is not None:
+        dev = cst.IfExp(test=test, body=dev, orelse=string("cpu", quote))
+    t, needs = torch_ref(facts)
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new = cst.Call(cst.parse_expression(f"{t}.{op}"),
+                   [*(cst.Arg(a, comma=comma) for a in shape),
+                    cst.Arg(dev, keyword=cst.Name("device"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+    return Fix(Applicability.UNSAFE, f"draw with `{t}.{op}` on the device (unsafe: another random stream)",
+               {call: new}, needs_torch_import=needs)
+
+
+def numpy_round_trip_fix(facts, node: cst.Call, on_device: Callable) -> Optional[Fix]:
+    """For ``torch.from_numpy(np.F(t.cpu().numpy(), ...)).to(d)`` / ``torch.tensor(np.F(...),
+    device=d)`` with ``t`` on the device (``on_device``): ``torch.G(t, ...)``, unsafe (the
+    result keeps ``t``'s device and torch's dtype promotion)."""
+    inner = None
+    if is_move(facts, node) and isinstance(node.func.value, cst.Call):
+        b = node.func.value
+        if facts.qualname(b.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor") and len(b.args) == 1:
+            inner = b.args[0].value
+    elif node.args:
+        inner = node.args[0].value
+    if not isinstance(inner, cst.Call) or any(a.keyword or a.star for a in inner.args):
+        return None
+    q = facts.qualname(inner.func)
+    if q is None or not q.startswith("numpy.") or q.count(".") != 1:
+        return None
+    op = torch_equivalent(q.split(".")[1], len(inner.args))
+    if op is None:
+        return None
+    found: list = []
+    new_args = [a.visit(_StripHost(on_device, found)) for a in inner.args]
+    if not found:
+        return None
+    if op in ("maximum", "minimum"):
+        other = new_args[1].value
+        if is_number(other):  # `np.maximum(a, 0)`: torch.maximum wants two tensors
+            kw = "min" if op == "maximum" else "max"
+            new_args = [new_args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                        cst.Arg(other, keyword=cst.Name(kw),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]
+            op = "clamp"
+        elif not any(other is f for f in found):
+            return None
+    t, needs = torch_ref(facts)
+    new = cst.Call(func=cst.parse_expression(f"{t}.{op}"), args=new_args)
+    if any(host_receiver(sub) is not None for sub in nodes(new)):
+        return None  # a host value left: not a one-to-one rewrite
+    return Fix(Applicability.UNSAFE, f"use `{t}.{op}` on the device instead of `{q}` on the host",
+               {node: new}, needs_torch_import=needs)
+
+
+class _StripHost(cst.CSTTransformer):
+    """``t.detach().cpu().numpy()`` -> ``t.detach()``: the device tensor before it left."""
+
+    def __init__(self, on_device, found) -> None:
+        super().__init__()
+        self.on_device, self.found = on_device, found
+
+    def leave_Call(self, orig, upd):
+        if not (isinstance(orig.func, cst.Attribute) and orig.func.attr.value == "numpy"):
+            return upd
+        cur = orig.func.value
+        while (isinstance(cur, cst.Call) and isinstance(cur.func, cst.Attribute)
+               and (cur.func.attr.value == "cpu" or (cur.func.attr.value == "to" and host_receiver(cur) is not None))):
+            cur = cur.func.value
+        if not self.on_device(cur):
+            return upd
+        self.found.append(cur)
+        return cur

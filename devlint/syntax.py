@@ -112,3 +112,13 @@ def names_read(expr: cst.CSTNode) -> set:
         elif not isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             stack.extend(children(n, trivia=False))
     return out
+
+
+def factory_takes_device(name: str, call: cst.Call) -> bool:
+    """Whether ``torch.<name>(...)`` has an overload that takes ``device=`` here."""
+    positional = sum(1 for a in call.args if a.keyword is None and not a.star)
+    if name == "normal":  # normal(mean_tensor, std_tensor) follows its inputs' device
+        return positional >= 3 or any(a.keyword is not None and a.keyword.value == "size" for a in call.args)
+    if name == "as_tensor":
+        return positional <= 1
+    return True

@@ -7,11 +7,11 @@ import libcst as cst
 from devlint.analysis.accumulators import arith_path, count_name
 from devlint.analysis.loops import (bindings, bound_from, direct_statement, hoist, hoisted_name, loop_bindings,
                                     occasional_nodes, reuse_hazard, simple_statements)
-from devlint.analysis.numpy_ops import numpy_round_trip_fix
-from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, device_draw, device_target, escapes,
+from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, device_target, escapes,
                                         invariant_build, is_move, placed_on_device, tensor_type_aliases)
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR
+from devlint.fixes import device_draw, numpy_round_trip_fix
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.walk import nodes
 

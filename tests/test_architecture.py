@@ -99,6 +99,17 @@ def test_rules_do_not_import_the_engine_or_the_cli():
             assert not imports(path, name, known) & above, name
 
 
+def test_the_model_answers_questions_and_never_builds_fixes():
+    """The arrow runs from the fixes to the model: nothing under devlint/analysis (nor the
+    project index) imports the fix machinery or builds a Fix."""
+    known = modules()
+    fixing = {"devlint.fixes", "devlint.callargs", "devlint.engine"}
+    for name, path in known.items():
+        if name.startswith("devlint.analysis") or name == "devlint.project":
+            assert not imports(path, name, known) & fixing, name
+            assert "Fix(" not in path.read_text(encoding="utf-8"), name
+
+
 def test_linting_leaves_no_reference_cycle_holding_the_tree():
     """A file's tree is freed when its lint ends, not later by the cycle collector: no rule,
     model or traversal closure may tie itself into a cycle with the facts (that cost a fifth

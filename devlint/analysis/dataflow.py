@@ -24,7 +24,7 @@ from typing import Callable, NamedTuple, Optional
 
 import libcst as cst
 
-from devlint.callargs import factory_takes_device
+from devlint.syntax import factory_takes_device
 from devlint.facts import DEVICE_LESS_FACTORIES, call_arg, dotted
 from devlint.syntax import own_params
 from devlint.walk import nodes, statements

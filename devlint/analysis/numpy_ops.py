@@ -10,15 +10,10 @@ in torch: calls with keywords get no rewrite.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.accumulators import is_number
-from devlint.analysis.transfers import host_receiver, is_move
-from devlint.diagnostic import Applicability, Fix
-from devlint.fixes import torch_ref
-from devlint.walk import nodes
 
 NUMPY_TO_TORCH: dict = {
     # elementwise, one argument
@@ -48,64 +43,3 @@ def torch_equivalent(np_name: str, nargs: int):
     if nargs == arity or (op in ("argmax", "argmin") and nargs == 2):  # `np.argmax(a, 1)`: dim 1
         return op
     return None
-
-
-def numpy_round_trip_fix(facts, node: cst.Call, on_device: Callable) -> Optional[Fix]:
-    """For ``torch.from_numpy(np.F(t.cpu().numpy(), ...)).to(d)`` / ``torch.tensor(np.F(...),
-    device=d)`` with ``t`` on the device (``on_device``): ``torch.G(t, ...)``, unsafe (the
-    result keeps ``t``'s device and torch's dtype promotion)."""
-    inner = None
-    if is_move(facts, node) and isinstance(node.func.value, cst.Call):
-        b = node.func.value
-        if facts.qualname(b.func) in ("torch.from_numpy", "torch.tensor", "torch.as_tensor") and len(b.args) == 1:
-            inner = b.args[0].value
-    elif node.args:
-        inner = node.args[0].value
-    if not isinstance(inner, cst.Call) or any(a.keyword or a.star for a in inner.args):
-        return None
-    q = facts.qualname(inner.func)
-    if q is None or not q.startswith("numpy.") or q.count(".") != 1:
-        return None
-    op = torch_equivalent(q.split(".")[1], len(inner.args))
-    if op is None:
-        return None
-    found: list = []
-    new_args = [a.visit(_StripHost(on_device, found)) for a in inner.args]
-    if not found:
-        return None
-    if op in ("maximum", "minimum"):
-        other = new_args[1].value
-        if is_number(other):  # `np.maximum(a, 0)`: torch.maximum wants two tensors
-            kw = "min" if op == "maximum" else "max"
-            new_args = [new_args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                        cst.Arg(other, keyword=cst.Name(kw),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]
-            op = "clamp"
-        elif not any(other is f for f in found):
-            return None
-    t, needs = torch_ref(facts)
-    new = cst.Call(func=cst.parse_expression(f"{t}.{op}"), args=new_args)
-    if any(host_receiver(sub) is not None for sub in nodes(new)):
-        return None  # a host value left: not a one-to-one rewrite
-    return Fix(Applicability.UNSAFE, f"use `{t}.{op}` on the device instead of `{q}` on the host",
-               {node: new}, needs_torch_import=needs)
-
-
-class _StripHost(cst.CSTTransformer):
-    """``t.detach().cpu().numpy()`` -> ``t.detach()``: the device tensor before it left."""
-
-    def __init__(self, on_device, found) -> None:
-        super().__init__()
-        self.on_device, self.found = on_device, found
-
-    def leave_Call(self, orig, upd):
-        if not (isinstance(orig.func, cst.Attribute) and orig.func.attr.value == "numpy"):
-            return upd
-        cur = orig.func.value
-        while (isinstance(cur, cst.Call) and isinstance(cur.func, cst.Attribute)
-               and (cur.func.attr.value == "cpu" or (cur.func.attr.value == "to" and host_receiver(cur) is not None))):
-            cur = cur.func.value
-        if not self.on_device(cur):
-            return upd
-        self.found.append(cur)
-        return cur

@@ -11,8 +11,9 @@ Answered from the CST alone:
 * ``may_mutate`` / ``escapes``: whether a call might change a tensor passed to it in place;
 * ``placed_on_device``: a name bound (outside a loop) only to device values;
 * ``invariant_build``: a host tensor built from loop-invariant data;
-* ``tensor_type_aliases`` / ``device_draw``: ``Tensor = torch.cuda.FloatTensor if cuda else
-  torch.FloatTensor`` and the device-side draw for ``Tensor(np.random.normal(0, 1, shape))``.
+* ``tensor_type_aliases``: ``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``
+  (the device-side draw for ``Tensor(np.random.normal(0, 1, shape))`` is a rewrite:
+  ``devlint.fixes.device_draw``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from devlint.analysis.loops import target_names
-from devlint.analysis.style import string, string_quote
-from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, string_value
-from devlint.fixes import torch_ref
 from devlint.walk import children, nodes, statements
 
 HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
@@ -231,43 +229,6 @@ def invariant_build(facts, call: cst.Call, bound: set) -> bool:
             if isinstance(sub, cst.Name) and sub.value in bound:
                 return False
     return True
-
-
-def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]:
-    """``Tensor(np.random.normal(0, 1, shape))`` (``Tensor`` a ``kind`` alias chosen by
-    ``test``) -> ``torch.randn(shape, device="cuda" if test else "cpu")``: unsafe, the
-    numbers come from torch's generator instead of NumPy's."""
-    inner = call.args[0].value
-    fn = q.rsplit(".", 1)[-1]
-    if not q.startswith("numpy.random.") or any(a.star for a in inner.args):
-        return None
-    args = [a.value for a in inner.args if a.keyword is None]
-    kw = {a.keyword.value: a.value for a in inner.args if a.keyword is not None}
-    shape = None
-    if kind == "FloatTensor" and fn in ("normal", "uniform") and not set(kw) - {"loc", "scale", "low", "high", "size"}:
-        names = ("loc", "scale", "size") if fn == "normal" else ("low", "high", "size")
-        vals = [args[i] if i < len(args) else kw.get(k) for i, k in enumerate(names)]
-        if all(v is not None for v in vals) and all(
-                isinstance(v, (cst.Integer, cst.Float)) and v.evaluated_value == u for v, u in zip(vals[:2], (0, 1))):
-            op, shape = ("randn" if fn == "normal" else "rand"), [vals[2]]
-    elif kind == "FloatTensor" and fn in ("randn", "rand") and not kw and args:
-        op, shape = fn, args
-    elif kind == "LongTensor" and fn == "randint" and len(args) == 3 and not kw and isinstance(args[2], cst.Tuple):
-        op, shape = "randint", args
-    if shape is None:
-        return None
-    quote = string_quote(facts.source)
-    dev = string("cuda", quote)
-    if test is not None:
-        dev = cst.IfExp(test=test, body=dev, orelse=string("cpu", quote))
-    t, needs = torch_ref(facts)
-    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    new = cst.Call(cst.parse_expression(f"{t}.{op}"),
-                   [*(cst.Arg(a, comma=comma) for a in shape),
-                    cst.Arg(dev, keyword=cst.Name("device"),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
-    return Fix(Applicability.UNSAFE, f"draw with `{t}.{op}` on the device (unsafe: another random stream)",
-               {call: new}, needs_torch_import=needs)
 
 
 def returning_payload(facts, node: cst.CSTNode) -> Optional[cst.BaseExpression]:
