@@ -31,7 +31,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Summary:
     script: bool = False  # runs code when executed (`__main__` block, top-level calls or loops)
     requires_cuda: bool = False  # running it as a script exits/raises/asserts without CUDA
     cuda_functions: list = field(default_factory=list)  # top-level functions that require CUDA
-    saves: list = field(default_factory=list)  # [file name or None, host data?] per torch.save
+    saves: list = field(default_factory=list)  # [file name or None, host data?, a model's state?] per torch.save
     places: bool = False  # places any value on a device
 
 
@@ -193,6 +193,16 @@ def _save_name(target: ast.AST) -> Optional[str]:
     return None
 
 
+def _model_state(obj: ast.AST, built: set) -> bool:
+    """A model checkpoint: ``m.state_dict()``, a dict holding one, or a name bound to a
+    constructor call (``decoder = CharRNN(...)``); not a vocabulary or a data cache."""
+    if isinstance(obj, ast.Call) and isinstance(obj.func, ast.Attribute) and obj.func.attr == "state_dict":
+        return True
+    if isinstance(obj, ast.Dict):
+        return any(v is not None and _model_state(v, built) for v in obj.values)
+    return isinstance(obj, ast.Name) and obj.id in built
+
+
 def _host_object(obj: ast.AST) -> bool:
     """``x.cpu()``, ``net.cpu().state_dict()``: moved off the device by the saving code."""
     if isinstance(obj, ast.Call) and isinstance(obj.func, ast.Attribute) and obj.func.attr == "state_dict":
@@ -288,7 +298,11 @@ def summarize(source: bytes) -> Optional[Summary]:
     # nothing and loads nothing (what a helper module saves is whatever its callers pass it;
     # what a script re-saves after a load is whatever the loaded file held)
     made_here = s.script and not s.places and not loads
-    s.saves = [[_save_name(t) if t is not None else None, _host_object(o) or made_here] for t, o in raw_saves]
+    built = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+             and (_dotted(n.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
+             for t in n.targets if isinstance(t, ast.Name)} if raw_saves else set()
+    s.saves = [[_save_name(t) if t is not None else None, _host_object(o) or made_here, _model_state(o, built)]
+               for t, o in raw_saves]
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     ensuring: set = set()
     for _ in range(2):  # a function calling one that requires CUDA requires it too
@@ -519,8 +533,9 @@ class ProjectIndex:
             all_saves = []
             for p in program - {path}:  # the file's own saves are its own model's business
                 s = self.summary(p)
-                for name, host in (s.saves if s is not None else ()):
-                    all_saves.append(host)
+                for name, host, model in (s.saves if s is not None else ()):
+                    if model:  # a path the code does not spell is a model checkpoint, if anything
+                        all_saves.append(host)
                     if name:
                         saves.setdefault(name, []).append(host)
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))

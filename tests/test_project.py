@@ -109,7 +109,7 @@ def test_cache_follows_an_edit_of_an_imported_module(tmp_path, monkeypatch):
     assert ("train.py", 5, "DL004") in lint(tmp_path, monkeypatch, "train.py", cache=True)
     write(tmp_path, {"utils.py": ENTRY})
     assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL004"] == []
-    assert (tmp_path / ".devlint_cache" / "project-v2").is_dir()  # summaries kept by content hash
+    assert (tmp_path / ".devlint_cache" / "project-v3").is_dir()  # summaries kept by content hash
 
 
 def test_summary_reads_old_pytorch_scripts():
@@ -125,3 +125,18 @@ def test_unreadable_neighbours_say_nothing(tmp_path):
     write(tmp_path, {"broken.py": "def f(:\n", "layers.py": LAYERS})
     facts = ProjectIndex(str(tmp_path)).facts_for(str(tmp_path / "layers.py"))
     assert not facts
+
+
+def test_a_sibling_that_saves_only_data_says_nothing_about_a_checkpoint_path(tmp_path, monkeypatch):
+    """`preprocess.py` saves a vocabulary from host data; `eval.py` loads a checkpoint the
+    user names: nothing ties the two, so the load is still reported."""
+    prep = ("import torch\n\nif __name__ == '__main__':\n    vocab = {'a': 0, 'b': 1}\n"
+            "    torch.save(vocab, 'vocab.pt')\n")
+    load = ("import sys\nimport torch\nfrom torch import nn\n\nmodel = nn.Linear(2, 2)\n"
+            "model.load_state_dict(torch.load(sys.argv[1]))\n")
+    write(tmp_path, {"preprocess.py": prep, "eval.py": load})
+    assert ("eval.py", 6, "DL005") in lint(tmp_path, monkeypatch, "eval.py")
+    # a sibling training script that saves its model from host data does speak for it
+    write(tmp_path, {"train.py": SAVES_HOST.replace("'net.pt'", "sys.argv[1]").replace("import torch\n",
+                                                                                       "import sys\nimport torch\n", 1)})
+    assert [f for f in lint(tmp_path, monkeypatch, "eval.py") if f[2] == "DL005"] == []
