@@ -210,7 +210,8 @@ def check(paths, fix, unsafe_fixes, diff, show_fixes, select, extend_select, ign
     base = Settings(select=frozenset(codes), unsafe_fixes=unsafe_fixes, fix_style=fix_style,
                     device_name=device_name, parse_errors=parse_errors,
                     project_root=str(conf.root) if conf.path is not None else None,
-                    project_cache=None if no_cache else os.path.abspath(cache_dir or default_dir()))
+                    # summaries are kept beside lint results; a --fix/--diff run caches nothing
+                    project_cache=None if no_cache or fix or diff else os.path.abspath(cache_dir or default_dir()))
     patterns = (tuple(exclude) if exclude else conf.exclude) + conf.extend_exclude + tuple(extend_exclude)
     path_filter = cfg.PathFilter(conf.root, patterns, conf.respect_gitignore)
     per_file = cfg.PerFileIgnores(conf.root, conf.per_file_ignores)

@@ -359,11 +359,13 @@ def is_test_file(filename: str) -> bool:
 
 
 def is_test_module(filename: str, module: cst.Module) -> bool:
-    """A test file by its name that holds tests: a ``test_*`` function or ``Test*`` class, or
-    an import of pytest / unittest (``test_image.py`` of a research repository is often an
-    evaluation script, not a test)."""
+    """A test file by its name that is part of a test suite: it sits in a ``tests`` folder,
+    holds a ``test_*`` function or ``Test*`` class, or imports pytest / unittest
+    (``test_image.py`` beside ``train.py`` in a research repository is an evaluation script)."""
     if not is_test_file(filename):
         return False
+    if any(part in ("tests", "test", "testing") for part in filename.replace("\\", "/").split("/")[:-1]):
+        return True
     for stmt in module.body:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value.lower().startswith("test"):
             return True
