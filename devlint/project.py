@@ -211,6 +211,7 @@ def _host_object(obj: ast.AST) -> bool:
 
 
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
+_WORD = re.compile(rb"\w+")
 _CUDA_WORDS = re.compile(rb"cuda|pin_memory")
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
@@ -260,10 +261,14 @@ def _text_imports(source: bytes) -> list:
     return out
 
 
+def _text_summary(source: bytes) -> Summary:
+    return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(source) is not None)
+
+
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
     if _NEEDS_AST.search(source) is None:
-        return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(source) is not None)
+        return _text_summary(source)
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -331,6 +336,7 @@ class ProjectIndex:
         self._resolved: dict = {}
         self._closure: dict = {}
         self._by_digest: dict = {}  # content hash -> summary (a file and its neighbours' view agree)
+        self._texts: dict = {}  # path -> (stat stamp, its words if it may be a script, else None)
 
     # ---- summaries ------------------------------------------------------------------
     def summary(self, path: str) -> Optional[Summary]:
@@ -382,6 +388,23 @@ class ProjectIndex:
             except OSError:
                 pass  # best effort: a read-only cache only means no caching
         return s
+
+    def _may_import(self, path: str, stem: bytes) -> bool:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        hit = self._texts.get(path)
+        if hit is None or hit[0] != (st.st_mtime_ns, st.st_size):
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                return False
+            # a script's words, kept while it may be asked about again; others only say no
+            words = frozenset(_WORD.findall(data)) if _SCRIPT_HINT.search(data) else None
+            hit = self._texts[path] = ((st.st_mtime_ns, st.st_size), words)
+        return hit[1] is not None and stem in hit[1]
 
     # ---- imports --------------------------------------------------------------------
     def _module_file(self, base: str, dotted_name: str) -> Optional[str]:
@@ -479,20 +502,19 @@ class ProjectIndex:
         if os.path.commonpath([path, self.root]) != self.root:
             return NONE
         if source is None:
-            if path.endswith(".ipynb"):
-                source = _notebook_python(path)
-                own = self._cached(source) if source is not None else None
-            else:
-                own = self.summary(path)
-                try:
+            try:
+                if path.endswith(".ipynb"):
+                    source = _notebook_python(path)
+                else:
                     with open(path, "rb") as f:
                         source = f.read()
-                except OSError:
-                    return NONE
-        else:
-            own = self._cached(source)
-        if own is None:
-            return NONE
+            except OSError:
+                return NONE
+            if source is None:
+                return NONE
+        # of its own file the index needs only what its text says (imports, script or not):
+        # what it requires or saves is the file's own model's business
+        own = _text_summary(source)
         # only what the file's own text can use is asked: CUDA facts for code that names CUDA
         # (DL002, DL004), checkpoint facts for code that loads (DL005)
         need_cuda = _CUDA_WORDS.search(source) is not None
@@ -513,8 +535,11 @@ class ProjectIndex:
         program = {t for t, _ in imported}
         if need_cuda and not own.script and os.path.basename(path) != "__init__.py":
             importers = []
+            stem = os.path.splitext(os.path.basename(path))[0].encode()
             for other in self._neighbours(path):
-                if other == path:
+                # an importer is a script that names this module: read off the text first, so a
+                # library's directory of large modules costs a read each, not a parse
+                if other == path or not self._may_import(other, stem):
                     continue
                 s = self.summary(other)
                 if s is not None and s.script and path in self.closure(other):
