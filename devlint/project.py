@@ -212,6 +212,9 @@ def _host_object(obj: ast.AST) -> bool:
 
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
 _WORD = re.compile(rb"\w+")
+_SAVE_WORDS = frozenset({b"save"})
+_AVAILABILITY_WORDS = frozenset({b"is_available", b"device_count", b"init_process_group"})
+_LOAD_CALL = re.compile(rb"load\(")
 _CUDA_WORDS = re.compile(rb"cuda|pin_memory")
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
@@ -336,7 +339,8 @@ class ProjectIndex:
         self._resolved: dict = {}
         self._closure: dict = {}
         self._by_digest: dict = {}  # content hash -> summary (a file and its neighbours' view agree)
-        self._texts: dict = {}  # path -> (stat stamp, its words if it may be a script, else None)
+        self._texts: dict = {}  # path -> (stat stamp, (may be a script, its words))
+        self._imports_text: dict = {}  # path -> (stat stamp, its imports read off the text)
 
     # ---- summaries ------------------------------------------------------------------
     def summary(self, path: str) -> Optional[Summary]:
@@ -389,22 +393,42 @@ class ProjectIndex:
                 pass  # best effort: a read-only cache only means no caching
         return s
 
-    def _may_import(self, path: str, stem: bytes) -> bool:
+    def _text_imports(self, path: str) -> list:
         try:
             st = os.stat(path)
         except OSError:
-            return False
+            return []
+        stamp = (st.st_mtime_ns, st.st_size)
+        hit = self._imports_text.get(path)
+        if hit is None or hit[0] != stamp:
+            try:
+                with open(path, "rb") as f:
+                    hit = self._imports_text[path] = (stamp, _text_imports(f.read()))
+            except OSError:
+                return []
+        return hit[1]
+
+    def _may_import(self, path: str, stem: bytes) -> bool:
+        """A script whose text names ``stem`` (a cheap test before any parse)."""
+        words = self._words(path)
+        return words is not None and words[0] and stem in words[1]
+
+    def _words(self, path: str, wanted: frozenset = frozenset()):
+        """(may it be a script, its words) by stat stamp; with ``wanted``: does it name any of them."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None if not wanted else False
         hit = self._texts.get(path)
         if hit is None or hit[0] != (st.st_mtime_ns, st.st_size):
             try:
                 with open(path, "rb") as f:
                     data = f.read()
             except OSError:
-                return False
-            # a script's words, kept while it may be asked about again; others only say no
-            words = frozenset(_WORD.findall(data)) if _SCRIPT_HINT.search(data) else None
-            hit = self._texts[path] = ((st.st_mtime_ns, st.st_size), words)
-        return hit[1] is not None and stem in hit[1]
+                return None if not wanted else False
+            hit = self._texts[path] = ((st.st_mtime_ns, st.st_size),
+                                       (_SCRIPT_HINT.search(data) is not None, frozenset(_WORD.findall(data))))
+        return hit[1] if not wanted else not wanted.isdisjoint(hit[1][1])
 
     # ---- imports --------------------------------------------------------------------
     def _module_file(self, base: str, dotted_name: str) -> Optional[str]:
@@ -425,9 +449,10 @@ class ProjectIndex:
         if path in self._resolved and summary is None:
             return self._resolved[path]
         out = []
-        s = summary if summary is not None else self.summary(path)
+        # imports are read off the text (a summary's are too): following them parses nothing
+        listed = summary.imports if summary is not None else self._text_imports(path)
         here = os.path.dirname(path)
-        for module, level, names in (s.imports if s is not None else ()):
+        for module, level, names in listed:
             if level:
                 base = here
                 for _ in range(level - 1):
@@ -518,13 +543,15 @@ class ProjectIndex:
         # only what the file's own text can use is asked: CUDA facts for code that names CUDA
         # (DL002, DL004), checkpoint facts for code that loads (DL005)
         need_cuda = _CUDA_WORDS.search(source) is not None
-        need_ckpt = b"load" in source
+        need_ckpt = _LOAD_CALL.search(source) is not None
         if not (need_cuda or need_ckpt):
             return NONE
         imported = self.imports(path, own)
         entry: set = set()
         if need_cuda:
             for target, names in imported:
+                if not self._words(target, _AVAILABILITY_WORDS):
+                    continue  # a module that never checks for CUDA has no function that requires it
                 s = self.summary(target)
                 if s is None or not s.cuda_functions:
                     continue
@@ -539,10 +566,10 @@ class ProjectIndex:
             for other in self._neighbours(path):
                 # an importer is a script that names this module: read off the text first, so a
                 # library's directory of large modules costs a read each, not a parse
-                if other == path or not self._may_import(other, stem):
+                if other == path or not self._may_import(other, stem) or path not in self.closure(other):
                     continue
                 s = self.summary(other)
-                if s is not None and s.script and path in self.closure(other):
+                if s is not None and s.script:
                     importers.append(s)
             cuda_only = bool(importers) and all(s.requires_cuda for s in importers)
         host_files: frozenset = frozenset()
@@ -550,14 +577,14 @@ class ProjectIndex:
         if need_ckpt:
             here = os.path.dirname(path)
             for other in self._neighbours(path):
-                if os.path.dirname(other) == here and other != path:
+                if os.path.dirname(other) == here and other != path and self._words(other, _SAVE_WORDS):
                     s = self.summary(other)
                     if s is not None and s.script:
                         program.add(other)
             saves: dict = {}
             all_saves = []
             for p in program - {path}:  # the file's own saves are its own model's business
-                s = self.summary(p)
+                s = self.summary(p) if self._words(p, _SAVE_WORDS) else None
                 for name, host, model in (s.saves if s is not None else ()):
                     if model:  # a path the code does not spell is a model checkpoint, if anything
                         all_saves.append(host)
