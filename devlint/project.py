@@ -211,9 +211,8 @@ def _host_object(obj: ast.AST) -> bool:
 
 
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
-_WORD = re.compile(rb"\w+")
-_SAVE_WORDS = frozenset({b"save"})
-_AVAILABILITY_WORDS = frozenset({b"is_available", b"device_count", b"init_process_group"})
+_SAVE_WORDS = (b"save(",)
+_AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group")
 _LOAD_CALL = re.compile(rb"load\(")
 _CUDA_WORDS = re.compile(rb"cuda|pin_memory")
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
@@ -339,7 +338,7 @@ class ProjectIndex:
         self._resolved: dict = {}
         self._closure: dict = {}
         self._by_digest: dict = {}  # content hash -> summary (a file and its neighbours' view agree)
-        self._texts: dict = {}  # path -> (stat stamp, (may be a script, its words))
+        self._texts: dict = {}  # path -> (stat stamp, (may be a script, its bytes))
         self._imports_text: dict = {}  # path -> (stat stamp, its imports read off the text)
 
     # ---- summaries ------------------------------------------------------------------
@@ -410,25 +409,29 @@ class ProjectIndex:
 
     def _may_import(self, path: str, stem: bytes) -> bool:
         """A script whose text names ``stem`` (a cheap test before any parse)."""
-        words = self._words(path)
-        return words is not None and words[0] and stem in words[1]
+        text = self._text(path)
+        return text is not None and text[0] and stem in text[1]  # the import graph decides
 
-    def _words(self, path: str, wanted: frozenset = frozenset()):
-        """(may it be a script, its words) by stat stamp; with ``wanted``: does it name any of them."""
+    def _words(self, path: str, wanted: tuple) -> bool:
+        """Whether the module's text holds any of ``wanted`` (a gate before a parse)."""
+        text = self._text(path)
+        return text is not None and any(w in text[1] for w in wanted)
+
+    def _text(self, path: str):
+        """(may it be a script, its bytes), by stat stamp."""
         try:
             st = os.stat(path)
         except OSError:
-            return None if not wanted else False
+            return None
         hit = self._texts.get(path)
         if hit is None or hit[0] != (st.st_mtime_ns, st.st_size):
             try:
                 with open(path, "rb") as f:
                     data = f.read()
             except OSError:
-                return None if not wanted else False
-            hit = self._texts[path] = ((st.st_mtime_ns, st.st_size),
-                                       (_SCRIPT_HINT.search(data) is not None, frozenset(_WORD.findall(data))))
-        return hit[1] if not wanted else not wanted.isdisjoint(hit[1][1])
+                return None
+            hit = self._texts[path] = ((st.st_mtime_ns, st.st_size), (_SCRIPT_HINT.search(data) is not None, data))
+        return hit[1]
 
     # ---- imports --------------------------------------------------------------------
     def _module_file(self, base: str, dotted_name: str) -> Optional[str]:
