@@ -428,6 +428,7 @@ def main(argv=None) -> int:
     ap.add_argument("--set", choices=("tune", "check", "all"), default="all")
     ap.add_argument("--repo", action="append", help="only this repository (owner/name; repeatable)")
     ap.add_argument("--labels", default=LABELS)
+    ap.add_argument("--manifest", default=None, help="another repos.toml (default: benchmarks/ecosystem/repos.toml)")
     ap.add_argument("--jobs", "-j", type=int, default=0, help="devlint worker processes (0: one per CPU)")
     ap.add_argument("--save", metavar="RUN.json", help="write this run's findings")
     ap.add_argument("--diff", metavar="OLD.json", help="print findings that appeared / vanished since OLD")
@@ -436,7 +437,8 @@ def main(argv=None) -> int:
     ap.add_argument("--per-stratum", type=int, default=6, help="sampled lines per repository and rule")
     args = ap.parse_args(argv)
 
-    repos = [r for r in load_manifest() if args.set in ("all", r["set"])]
+    manifest = load_manifest(args.manifest) if args.manifest else load_manifest()
+    repos = [r for r in manifest if args.set in ("all", r["set"])]
     if args.repo:
         repos = [r for r in repos if r["name"] in args.repo]
     if not os.path.isdir(args.src):
@@ -445,7 +447,7 @@ def main(argv=None) -> int:
         return 2
     labels = load_labels(args.labels)
     result = run(args.src, repos, args.jobs)
-    table = score(result, labels, load_manifest())
+    table = score(result, labels, manifest)
     print(f"{len(repos)} repositories, {len(result['findings'])} findings, {len(labels)} labels")
     print_table(table)
     lps = result["lines"] / result["seconds"] if result["seconds"] else 0.0

@@ -103,6 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mirror", help="directory of local git directories (<owner>+<name>/repo)")
     ap.add_argument("--url", default="https://github.com/{name}.git", help="clone URL template")
     ap.add_argument("--set", choices=("tune", "check"), help="only this half of the corpus")
+    ap.add_argument("--manifest", default=MANIFEST, help="another repos.toml")
     args = ap.parse_args(argv)
     repo_root = os.path.dirname(os.path.dirname(HERE))
     dest_root = os.path.abspath(args.dest)
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
         print(f"extract.py: {args.dest}: must lie outside the devlint repository", file=sys.stderr)
         return 2
     failed = 0
-    for repo in load_manifest():
+    for repo in load_manifest(args.manifest):
         if args.set and repo["set"] != args.set:
             continue
         name, commit = repo["name"], repo["commit"]
