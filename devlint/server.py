@@ -132,6 +132,7 @@ def build(LanguageServer, lsp):  # noqa: C901 - the handlers share the server's 
     def run(doc, fix: bool):
         """devlint's outcome for the document's current text, or None (not linted)."""
         from devlint.runner import process_source
+        from devlint.settings import with_project
 
         proj = project(doc)
         if proj is None or proj.excluded:
@@ -144,7 +145,9 @@ def build(LanguageServer, lsp):  # noqa: C901 - the handlers share the server's 
                 raw = text.encode(enc)
             except (UnicodeEncodeError, LookupError):
                 enc = "utf-8"
-        out = process_source(raw, None, os.path.basename(path_of(doc)), proj.settings, fix=fix)
+        # the editor's text, read with the rest of the project as the CLI reads it
+        settings = with_project(proj.settings, path_of(doc), raw if not path_of(doc).endswith(".ipynb") else None)
+        out = process_source(raw, None, os.path.basename(path_of(doc)), settings, fix=fix)
         if out.error:
             server.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, f"devlint: {out.display_error()}"))
         return out, enc
