@@ -4,15 +4,11 @@
 what ``torch.<torch_name>(a, b...)`` computes on tensors, positional arguments only
 (``arity`` of them; tests/test_numpy_ops.py runs every entry on sample data and compares).
 A NumPy round trip through one of them (``t.cpu().numpy()`` -> ``np.clip`` -> back to the
-device) can stay on the device. Keyword arguments (``axis=``, ``out=``) have other names
+device) can stay on the device (the rewrite itself: devlint.fixes.numpy_round_trip_fix). Keyword arguments (``axis=``, ``out=``) have other names
 in torch: calls with keywords get no rewrite.
 """
 
 from __future__ import annotations
-
-from typing import Optional
-
-import libcst as cst
 
 
 NUMPY_TO_TORCH: dict = {
