@@ -165,6 +165,30 @@ class HardcodedCuda(Rule):
         # a value's type says it already lives on CUDA
         "import torch\ndef pad(out):\n    z = torch.zeros(3)\n"
         "    if isinstance(out.data, torch.cuda.FloatTensor):\n        z = z.cuda()\n    return z\n",
+        # the user's explicit choice of a GPU (an id that defaults to None, a count) is a guard
+        "import torch\ndef train(x, args):\n    if args.gpu is not None:\n        x = x.cuda(args.gpu)\n"
+        "    if args.num_gpu == 1:\n        x = x.cuda()\n    if len(args.gpu_ids) > 0:\n        x = x.cuda()\n"
+        "    return x\n",
+        # the branch that initialises the NCCL process group (`--dist-backend` defaults to nccl)
+        # runs only on GPUs, and so does every later branch on the same condition
+        "import argparse\nimport torch\nimport torch.distributed as dist\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--dist-backend', default='nccl')\n"
+        "def main(args, model):\n    if args.distributed:\n        dist.init_process_group(backend=args.dist_backend)\n"
+        "    if args.distributed:\n        model.cuda()\n",
+        # `if distributed: ... elif ...: raise ... else: raise ...`: what follows needs a GPU
+        "import torch\nimport torch.distributed as dist\ndef main(args, model):\n"
+        "    if args.ddp:\n        dist.init_process_group('nccl')\n    if args.ddp:\n        model.cuda()\n"
+        "    elif args.gpu is not None:\n        raise NotImplementedError('DDP only')\n"
+        "    else:\n        raise NotImplementedError('DDP only')\n    return torch.zeros(1).cuda()\n",
+        # in an NCCL-only program, code after `if world_size == 1: return` runs distributed, on GPUs
+        "import torch\nimport torch.distributed as dist\n"
+        "def is_dist():\n    if not dist.is_available():\n        return False\n"
+        "    if not dist.is_initialized():\n        return False\n    return True\n"
+        "def get_world_size():\n    if not is_dist():\n        return 1\n    return dist.get_world_size()\n"
+        "def all_gather(data):\n    if get_world_size() == 1:\n        return [data]\n"
+        "    return [torch.ByteTensor(data).to('cuda')]\n"
+        "def reduce(v):\n    if not is_dist():\n        return v\n    return torch.tensor(v, device='cuda')\n"
+        "def init(args):\n    args.dist_backend = 'nccl'\n    dist.init_process_group(backend=args.dist_backend)\n",
     ]
     INVALID = [
         Invalid(
@@ -273,6 +297,15 @@ class HardcodedCuda(Rule):
             "print(same(torch.ones(1), device=torch_device))\n",
             unsafe=True,
         ),
+        # the process group's backend is the user's choice (gloo runs on CPUs): not a guard
+        Invalid(
+            "import torch\nimport torch.distributed as dist\n"
+            "def all_gather(data):\n    if dist.get_world_size() == 1:\n        return [data]\n"
+            "    return [torch.ones(3).cuda()]\n"
+            "def init(args):\n    dist.init_process_group(backend=args.backend)\n",
+        ),
+        # the user chose no GPU id: this branch runs exactly on the machines without one
+        Invalid("import torch\ndef train(x, args):\n    if args.gpu is None:\n        x = x.cuda()\n    return x\n"),
     ]
 
     def __init__(self, ctx) -> None:

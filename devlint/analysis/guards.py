@@ -145,6 +145,9 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         q = facts.qualname(test.func)
         if q in ("torch.cuda.is_available", "torch.cuda.is_initialized", "torch.cuda.device_count"):
             return 1
+        if q == "torch.distributed.is_initialized" or (q is None and _callee(test) in distributed_model(facts).initialized_functions):
+            # NCCL is the program's only process group: initialised means on GPUs
+            return 1 if distributed_model(facts).nccl_only else 0
         if isinstance(test.func, cst.Name) and test.func.value == "isinstance" and len(test.args) == 2:
             # `isinstance(x.data, torch.cuda.FloatTensor)`: the value is a CUDA tensor, so CUDA is up
             kinds = test.args[1].value
@@ -165,7 +168,7 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         d = dotted(test)
         if d is None:
             return 0
-        if d in facts.guard_flags or d.endswith(".is_cuda"):
+        if d in facts.guard_flags or d.endswith(".is_cuda") or d in distributed_model(facts).nccl_flags:
             return 1
         last = d.rsplit(".", 1)[-1]
         if _NAMEISH_FLAG.search(last) and (not facts.is_torch(test, *facts.aliases.values())
@@ -202,6 +205,13 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                     return 1 if is_cuda else (-1 if sv == "cpu" else 0)
                 if isinstance(op, (cst.NotEqual, cst.IsNot)):
                     return 1 if sv == "cpu" else (-1 if is_cuda else 0)
+        for a, b, o in ((left, right, op), (right, left, None)):
+            if o is None:
+                flipped = _FLIP.get(type(op))
+                o = flipped() if flipped is not None else op
+            pol = _gpu_option_polarity(facts, a, o, b) or _world_size_polarity(facts, a, o, b)
+            if pol:
+                return pol
         if isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
             for b in (right, left):
                 d = dotted(b) if isinstance(b, cst.Attribute) else None
@@ -210,6 +220,82 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                     # `state.distributed_type == DistributedType.MULTI_GPU`, `kind is Backend.CUDA`
                     return 1 if isinstance(op, (cst.Equal, cst.Is)) else -1
     return 0
+
+
+# a user's GPU option: a count (`num_gpu`, `args.ngpu`, `n_gpus`, `len(gpu_ids)`) or an id (`args.gpu`,
+# `gpu_id`); compared with a number or `None` it is the user's explicit choice of a GPU, like `args.cuda`
+_GPU_OPTION = re.compile(r"(?:^|_)(?:n_?|num_?)?gpus?(?:_?(?:ids?|index|count|num))?$|^(?:n|num)_?gpus?$|^ngpus?$", re.I)
+_GPU_COUNT = re.compile(r"^(?:n_?|num_?)gpus?|gpus?_?(?:count|num)$|^ngpus?$", re.I)
+_GPU_LIST = re.compile(r"gpus?_?ids$|gpus$", re.I)
+
+
+def _gpu_option_polarity(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) -> int:
+    """``args.gpu is not None``, ``num_gpu == 1``, ``args.ngpu > 0``, ``len(gpu_ids) > 0``,
+    ``gpu_id >= 0``: +1 when the comparison says the user chose a GPU, -1 for the opposite."""
+    count = False
+    if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "len" and len(a.args) == 1:
+        a, count = a.args[0].value, True
+    if not isinstance(a, (cst.Name, cst.Attribute)) or facts.is_torch(a, *facts.aliases.values()):
+        return 0
+    d = dotted(a)
+    last = d.rsplit(".", 1)[-1] if d else ""
+    if not last or not _GPU_OPTION.search(last):
+        return 0
+    t = type(op)
+    if isinstance(b, cst.Name) and b.value == "None" and not count:
+        if t in (cst.IsNot, cst.NotEqual):
+            return 1
+        return -1 if t in (cst.Is, cst.Equal) else 0
+    n = _int(b)
+    if n is None and isinstance(b, cst.UnaryOperation) and isinstance(b.operator, cst.Minus):
+        m = _int(b.expression)
+        n = -m if m is not None else None
+    if n is None:
+        return 0
+    if count or _GPU_COUNT.search(last) or _GPU_LIST.search(last):
+        return _count_polarity(op, b) if n >= 0 else 0
+    # an id: -1 (or any negative) is the usual "no GPU" value
+    if t is cst.GreaterThanEqual:
+        return 1 if n >= 0 else 0
+    if t is cst.GreaterThan:
+        return 1 if n >= -1 else 0
+    if t is cst.NotEqual:
+        return 1 if n < 0 else 0
+    if t is cst.Equal:
+        return 1 if n >= 0 else -1
+    if t is cst.LessThan:
+        return -1 if n <= 0 else 0
+    return 0
+
+
+def _world_size_polarity(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) -> int:
+    """In a program whose process group is NCCL only, a world size above one means the
+    program runs distributed, on GPUs: ``world_size > 1`` is +1, ``get_world_size() == 1`` -1."""
+    n = _int(b)
+    if n is None or not distributed_model(facts).nccl_only or not is_world_size(facts, a):
+        return 0
+    t = type(op)
+    if t in (cst.GreaterThan, cst.NotEqual):
+        return 1 if n == 1 else 0
+    if t is cst.GreaterThanEqual:
+        return 1 if n == 2 else 0
+    if t in (cst.Equal, cst.LessThanEqual):
+        return -1 if n == 1 else 0
+    if t is cst.LessThan:
+        return -1 if n == 2 else 0
+    return 0
+
+
+def is_world_size(facts, node: cst.CSTNode) -> bool:
+    """``dist.get_world_size()``, a name ending in ``world_size``, or a call of a function of
+    the file that returns either (or 1 when the process group is not initialised)."""
+    if isinstance(node, cst.Call):
+        if facts.qualname(node.func) == "torch.distributed.get_world_size":
+            return True
+        name = _callee(node)
+        return name is not None and name in distributed_model(facts).world_size_functions
+    d = dotted(node)
+    return d is not None and d.rsplit(".", 1)[-1].lower().endswith("world_size")
 
 
 def _bool(node: cst.CSTNode) -> Optional[bool]:
@@ -331,7 +417,24 @@ def _is_nccl_init(facts, call: cst.Call) -> bool:
     if not q.endswith("init_process_group"):
         return False
     a = call_arg(call, 0, "backend")
-    return a is not None and (string_value(a.value) or "").lower().startswith("nccl")
+    return a is not None and _backend(facts, a.value) == "nccl"
+
+
+def _backend(facts, value: cst.CSTNode) -> Optional[str]:
+    """The backend a process group is initialised with: a literal, or a name / option the
+    file binds only to one literal (``args.dist_backend = "nccl"``, ``--dist-backend`` whose
+    default is ``"nccl"``)."""
+    sv = string_value(value)
+    if sv is not None:
+        return "nccl" if sv.lower().startswith("nccl") else sv.lower()
+    d = dotted(value)
+    if d is None:
+        return None
+    bound = distributed_model(facts).string_bindings.get(d.rsplit(".", 1)[-1])
+    if bound is None or len(bound) != 1:
+        return None
+    (b,) = bound
+    return "nccl" if b.startswith("nccl") else b
 
 
 def _callee(call: cst.Call) -> Optional[str]:
@@ -369,9 +472,24 @@ def statement_ensures_cuda(facts, stmt: cst.CSTNode, ensuring: Optional[set] = N
         pol = guard_polarity(facts, stmt.test)
         if pol == -1 and _raises(stmt.body):
             return True
-        if pol == 1 and isinstance(stmt.orelse, cst.Else) and _raises(stmt.orelse.body):
-            return True
+        return _chain_ensures(facts, stmt)
     return False
+
+
+def _chain_ensures(facts, stmt: cst.If) -> bool:
+    """``if <GPU test>: ... elif <other>: raise ... else: raise ...``: every branch but the
+    guarded ones leaves, so what follows the chain runs only with a GPU."""
+    guarded = False
+    node: Optional[cst.CSTNode] = stmt
+    while isinstance(node, cst.If):
+        if guard_polarity(facts, node.test) == 1:
+            guarded = True
+        elif not _raises(node.body):
+            return False
+        node = node.orelse
+    if not guarded or not isinstance(node, cst.Else):
+        return False
+    return _raises(node.body)
 
 
 def _suite_ensures(facts, body: cst.BaseSuite, ensuring: set) -> bool:
@@ -609,6 +727,120 @@ def _calls(node: cst.CSTNode):
     for n in nodes(node, into_scopes=True):
         if isinstance(n, cst.Call):
             yield n
+
+
+# ---------------------------------------------------------------------------------
+# the process group: a program whose only process group is NCCL runs distributed only on GPUs
+# ---------------------------------------------------------------------------------
+
+class DistributedModel:
+    """What the file says about ``torch.distributed`` (``distributed_model(facts)``, once per file).
+
+    * ``string_bindings``: last name part -> the string literals the file binds it to
+      (``args.dist_backend = "nccl"``, ``add_argument("--dist-backend", default="nccl")``).
+    * ``nccl_only``: the file initialises a process group, always with NCCL.
+    * ``nccl_flags``: conditions under which it does (``if args.distributed: ...
+      init_process_group(backend=args.dist_backend)``): a GPU guard wherever they are tested.
+    * ``initialized_functions``: functions of the file answering "is the process group up"
+      (``if not dist.is_initialized(): return False`` ... ``return True``).
+    * ``world_size_functions``: functions returning ``dist.get_world_size()`` (or 1 without one).
+    """
+
+    def __init__(self) -> None:
+        self.string_bindings: dict = {}
+        self.nccl_only = False
+        self.nccl_flags: set = set()
+        self.initialized_functions: set = set()
+        self.world_size_functions: set = set()
+
+    def build(self, facts) -> None:
+        if b"init_process_group" not in facts.source:
+            return
+        module = facts.module
+        inits: list = []
+        ifs: list = []
+        funcs: list = []
+        for n in nodes(module, into_scopes=True):
+            t = type(n)
+            if t is cst.Assign and len(n.targets) == 1:
+                sv = string_value(n.value)
+                d = dotted(n.targets[0].target)
+                if sv is not None and d is not None:
+                    self.string_bindings.setdefault(d.rsplit(".", 1)[-1], set()).add(sv.lower())
+            elif t is cst.Call:
+                f = n.func
+                last = f.attr.value if type(f) is cst.Attribute else (f.value if type(f) is cst.Name else "")
+                if last == "add_argument":
+                    self._option(n)
+                elif last.endswith("init_process_group"):
+                    inits.append(n)
+            elif t is cst.If:
+                ifs.append(n)
+            elif t is cst.FunctionDef:
+                funcs.append(n)
+        self.nccl_only = bool(inits) and all(_is_nccl_init(facts, c) for c in inits)
+        if not self.nccl_only:
+            return
+        for node in ifs:
+            d = dotted(node.test) if isinstance(node.test, (cst.Name, cst.Attribute)) else None
+            if d is not None and isinstance(node.body, cst.IndentedBlock) and any(
+                    isinstance(st, cst.SimpleStatementLine) and any(
+                        type(sm) is cst.Expr and type(sm.value) is cst.Call and _is_nccl_init(facts, sm.value)
+                        for sm in st.body)
+                    for st in node.body.body):
+                self.nccl_flags.add(d)
+        for fn in funcs:
+            self._classify(facts, fn)
+
+    def _option(self, call: cst.Call) -> None:
+        default = call_arg(call, None, "default")
+        sv = string_value(default.value) if default is not None else None
+        if sv is None:
+            return
+        dest = call_arg(call, None, "dest")
+        name = string_value(dest.value) if dest is not None else None
+        if name is None:
+            flags = [string_value(a.value) for a in call.args if a.keyword is None]
+            longs = [f for f in flags if f and f.startswith("--")]
+            name = (longs[0] if longs else (flags[0] if flags and flags[0] else "")).lstrip("-").replace("-", "_")
+        if name:
+            self.string_bindings.setdefault(name, set()).add(sv.lower())
+
+    def _classify(self, facts, fn: cst.FunctionDef) -> None:
+        if not isinstance(fn.body, cst.IndentedBlock):
+            return
+        returns = [st for st in statements(fn.body) if isinstance(st, cst.Return)]
+        if not returns or any(r.value is None for r in returns):
+            return
+        if all(_int(r.value) == 1 or is_world_size(facts, r.value) for r in returns) and any(
+                _int(r.value) != 1 for r in returns):
+            self.world_size_functions.add(fn.name.value)
+            return
+        body = fn.body.body
+        last = body[-1]
+        if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)
+                and _bool(last.body[-1].value) is True):
+            return
+        found = False
+        for st in body[:-1]:
+            if not (isinstance(st, cst.If) and st.orelse is None and isinstance(st.body, cst.IndentedBlock)
+                    and len(st.body.body) == 1 and isinstance(st.body.body[0], cst.SimpleStatementLine)
+                    and isinstance(st.body.body[0].body[-1], cst.Return)
+                    and _bool(st.body.body[0].body[-1].value) is False):
+                return
+            found = found or guard_polarity(facts, st.test) == -1
+        if found:
+            self.initialized_functions.add(fn.name.value)
+
+
+def distributed_model(facts) -> DistributedModel:
+    """The file's :class:`DistributedModel`, computed once (registered before it is built:
+    building it asks guard questions that read its earlier parts)."""
+    m = getattr(facts, "_distributed_model", None)
+    if m is None:
+        m = facts._distributed_model = DistributedModel()
+        m.build(facts)
+    return m
 
 
 def model(facts) -> GuardModel:
