@@ -116,6 +116,11 @@ def source_files(root: str):
                 yield os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
 
 
+# the sets of repos.toml, in report order: tuned on, measured once after tuning, and the
+# held-out set chosen after `check` had been read (docs/ecosystem.md)
+SETS = ("tune", "check", "fresh")
+
+
 # --- linting -------------------------------------------------------------------------------
 
 def lint_repo(root: str, jobs: int) -> tuple[list[dict], list[str], float]:
@@ -277,7 +282,7 @@ def fmt_ratio(num: float, den: float) -> str:
 
 def print_table(table: dict, out=sys.stdout) -> None:
     rules = sorted({rule for _, rule in table})
-    for set_name in ("tune", "check"):
+    for set_name in SETS:
         rows = {rule: table[(set_name, rule)] for rule in rules if (set_name, rule) in table}
         if not rows:
             continue
@@ -425,7 +430,7 @@ def print_diff(old: dict, new: dict, out=sys.stdout) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("src", help="the directory extract.py wrote the corpus into")
-    ap.add_argument("--set", choices=("tune", "check", "all"), default="all")
+    ap.add_argument("--set", choices=(*SETS, "all"), default="all")
     ap.add_argument("--repo", action="append", help="only this repository (owner/name; repeatable)")
     ap.add_argument("--labels", default=LABELS)
     ap.add_argument("--manifest", default=None, help="another repos.toml (default: benchmarks/ecosystem/repos.toml)")
