@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.values import sets_default_device
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
 from devlint.analysis.hostflow import declares_host, ends_placed
 from devlint.analysis.usage import factory_of_chain, is_zero_dim, may_touch_device, usage_of
@@ -197,6 +198,10 @@ class FactoryWithoutDevice(Rule):
         "import torch\nfrom torch import nn\nclass R(nn.Module):\n"
         "    def forward(self, x):\n        host = torch.device('cpu')\n        xh = x.to(host).double()\n"
         "        t = torch.eye(3, dtype=torch.float64)\n        return (xh @ t).to(x.device)\n",
+        # the file sets torch's default device: a factory without `device=` allocates there
+        "import torch\nfrom torch import nn\nclass PE(nn.Module):\n    def forward(self, x):\n"
+        "        return x + torch.arange(x.shape[-1])\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\ntorch.set_default_device(device)\n",
     ]
     INVALID = [
         # wrapped the same way but never placed: mixes with `hidden` on a GPU
@@ -333,6 +338,8 @@ class FactoryWithoutDevice(Rule):
         if q is None or not q.startswith("torch.") or q.count(".") != 1:
             return
         factory = q[len("torch."):]
+        if sets_default_device(self.facts):
+            return  # `torch.set_default_device(device)`: factories allocate there
         if factory not in DEVICE_LESS_FACTORIES or node in self._exempt:
             return
         if has_double_star(node) or any(keyword(node, k) is not None for k in ("device", "out", "generator")):

@@ -4,6 +4,7 @@ import re
 import libcst as cst
 
 from devlint.analysis.checkpoints import is_test_module
+from devlint.analysis.values import sets_default_device
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
@@ -149,6 +150,9 @@ class HostAllocThenMove(Rule):
         "import torch\nkw = {}\nx = torch.zeros(3, **kw).to('cpu')\n",
         "import torch\nx = torch.ones(3).float().to('cpu')\n",
         "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g).to('cpu')\n",
+        # the file sets torch's default device to CUDA: the factory allocates there, nothing is copied
+        "import torch\ntorch.set_default_tensor_type(torch.cuda.HalfTensor)\n"
+        "def mask(n, x):\n    return torch.full((n, n), float('-inf')).to(x.device)\n",
     ]
     INVALID = [
         Invalid(
@@ -221,6 +225,8 @@ class HostAllocThenMove(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
             return
+        if sets_default_device(self.facts):
+            return  # `torch.set_default_device(device)`: factories allocate there
         inner = func.value
         if isinstance(inner, cst.BinaryOperation) and func.attr.value == "to":
             self._arith_to(node, inner)

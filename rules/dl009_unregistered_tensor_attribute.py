@@ -40,8 +40,10 @@ class UnregisteredTensorAttribute(Rule):
     base class of the same file, or a buffer of a `torch.nn` layer it subclasses, such
     as `running_mean`: assigning to it updates the buffer), an attribute that
     any other method of the class assigns (state set in `forward`, a `reset()`), a
-    class that is not an `nn.Module`, and classes that override `_apply`/`to` to
-    move their own attributes.
+    class that is not an `nn.Module`, classes that override `_apply`/`to` to
+    move their own attributes, and a tensor built on (or moved to) a device the constructor
+    is given (`.to(device)`, `device=self.device` set from a parameter): it lives where the
+    caller says the model runs.
 
     ## Example
     ```python
@@ -122,6 +124,13 @@ class UnregisteredTensorAttribute(Rule):
         "        self.best = torch.zeros(())\n",
         "import torch\nimport lightning as L\nclass M(L.LightningModule):\n    def __init__(self):\n"
         "        super().__init__()\n        self.register_buffer('w', torch.zeros(3))\n",
+        # placed at once on the device the caller hands the constructor (it lives where the caller
+        # runs the model; the caller chose it explicitly)
+        "import torch\nfrom torch import nn\nclass Attn(nn.Module):\n    def __init__(self, hid, device):\n"
+        "        super().__init__()\n        self.scale = torch.sqrt(torch.FloatTensor([hid])).to(device)\n",
+        "import torch\nfrom torch import nn\nclass Wrap(nn.Module):\n    def __init__(self, k, device):\n"
+        "        super().__init__()\n        self.device = device\n"
+        "        self.m = torch.eye(k, device=self.device)\n",
     ]
     INVALID = [
         Invalid(
@@ -163,6 +172,14 @@ class UnregisteredTensorAttribute(Rule):
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, learn):\n"
             "        super().__init__()\n        self.s = torch.ones(1)\n        if learn:\n"
             "            self.s = nn.Parameter(self.s)\n",
+        ),
+        # `.to(dtype)` names no device: the attribute stays on the CPU
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, k, device):\n"
+            "        super().__init__()\n        self.k = torch.tensor([k]).to(torch.float32)\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, k, device):\n"
+            "        super().__init__()\n        self.register_buffer(\"k\", torch.tensor([k]).to(torch.float32), persistent=False)\n",
+            unsafe=True,
         ),
     ]
 
@@ -292,6 +309,9 @@ class UnregisteredTensorAttribute(Rule):
                 continue  # reassigned (in forward, a reset(), or twice in __init__)
             if self._inherited_buffer(cls, attr, by_name, set()):
                 continue  # assigning to a buffer a base class registered updates that buffer
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and self.facts.values.on_argument_device(
+                    node.value, method):
+                continue  # placed at once on the device the caller hands the constructor
             self_name = method.params.params[0].name.value
             msg = (f"`{self_name}.{attr}` is a plain tensor attribute: `model.to(device)` does not move it; "
                    "register it as a buffer")

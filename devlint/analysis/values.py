@@ -33,7 +33,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.syntax import call_arg, dotted, string_value
-from devlint.walk import children
+from devlint.walk import children, statements
 
 # ---- kinds ----------------------------------------------------------------------------
 TENSOR = "tensor"
@@ -658,6 +658,67 @@ class ValueModel:
                 return self.placement_of(vals[0], key if key is not cls else scope, cls, _depth + 1)
         return None, None
 
+    def on_argument_device(self, expr: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """``expr`` is built on, or moved to, a device the caller of ``fn`` hands it: a
+        parameter (``device=device``), an attribute ``fn`` sets from one (``self.device =
+        device``), or an argument tensor's ``.device``: it lives where the caller says the
+        model runs, not on the CPU by default."""
+        dev = self.explicit_device(expr)
+        if dev is None:
+            return False
+        if isinstance(dev, cst.Call) and self.names.qualname(dev.func) == "torch.device" and dev.args:
+            dev = dev.args[0].value
+        params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}
+        if isinstance(dev, cst.Attribute) and dev.attr.value == "device" and isinstance(dev.value, cst.Name):
+            if dev.value.value in params and fn.params.params and dev.value.value != fn.params.params[0].name.value:
+                return True  # `x.device` of an argument tensor
+        if isinstance(dev, cst.Name):
+            return dev.value in params
+        d = dotted(dev)
+        if d is None or d.count(".") != 1 or not fn.params.params:
+            return False
+        if d.split(".")[0] != fn.params.params[0].name.value:
+            return False
+        for st in statements(fn.body):
+            if isinstance(st, cst.Assign) and len(st.targets) == 1 and dotted(st.targets[0].target) == d:
+                v = st.value
+                if isinstance(v, cst.Call) and self.names.qualname(v.func) == "torch.device" and v.args:
+                    v = v.args[0].value
+                return isinstance(v, cst.Name) and v.value in params
+        return False
+
+    def explicit_device(self, expr: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        """The device expression a tensor expression is built on or last moved to, read off
+        the expression itself: ``torch.zeros(n, device=d)``, ``t.float().to(d)``,
+        ``torch.sqrt(torch.tensor([k])).to(d) * 2`` (``None`` when it names none)."""
+        if isinstance(expr, cst.BinaryOperation):
+            return self.explicit_device(expr.left) or self.explicit_device(expr.right)
+        if isinstance(expr, cst.Subscript):
+            return self.explicit_device(expr.value)
+        if not isinstance(expr, cst.Call):
+            return None
+        dev = call_arg(expr, None, "device")
+        if dev is not None:
+            return dev.value
+        if isinstance(expr.func, cst.Attribute):
+            meth, recv = expr.func.attr.value, expr.func.value
+            if meth == "to":
+                a = call_arg(expr, 0, None)
+                q = self.names.qualname(a.value) if a is not None else None
+                if a is None or (q is not None and q.startswith("torch.") and q != "torch.device"
+                                 and not isinstance(a.value, cst.Call)):
+                    return self.explicit_device(recv)  # `.to(torch.float16)`: a dtype
+                return a.value
+            if meth in TENSOR_METHODS:
+                return self.explicit_device(recv)
+            return None
+        q = self.names.qualname(expr.func)
+        if q is not None and q.startswith("torch.") and expr.args:
+            for a in expr.args:  # `torch.sqrt(torch.tensor([k]).to(d))`
+                if a.keyword is None:
+                    return self.explicit_device(a.value)
+        return None
+
     def _device_placement(self, dev: cst.BaseExpression) -> tuple:
         s = string_value(dev)
         if s is not None:
@@ -682,3 +743,30 @@ def _returns(body: cst.BaseSuite):
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         stack.extend(children(n, trivia=False))
+
+
+_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+
+
+def sets_default_device(facts) -> bool:
+    """The file points torch's default device away from the CPU (``torch.set_default_device(device)``,
+    ``torch.set_default_tensor_type(torch.cuda.HalfTensor)``): a factory without ``device=``
+    then allocates on that device, so it is neither a host allocation nor a copy. Computed once."""
+    v = getattr(facts, "_sets_default_device", None)
+    if v is None:
+        v = False
+        if b"set_default_device" in facts.source or b"set_default_tensor_type" in facts.source:
+            from devlint.walk import nodes
+            for n in nodes(facts.module, into_scopes=True):
+                if type(n) is cst.Call and facts.qualname(n.func) in _DEFAULT_DEVICE_SETTERS and n.args:
+                    arg = n.args[0].value
+                    sv = string_value(arg)
+                    text = sv if sv is not None else (dotted(arg) or facts.qualname(arg) or "")
+                    if facts.qualname(n.func) == "torch.set_default_tensor_type":
+                        if "cuda" in text.lower():
+                            v = True
+                    elif sv is None or sv.lower() != "cpu":
+                        v = True
+        facts._sets_default_device = v
+    return v
+
