@@ -189,6 +189,11 @@ class HardcodedCuda(Rule):
         "    return [torch.ByteTensor(data).to('cuda')]\n"
         "def reduce(v):\n    if not is_dist():\n        return v\n    return torch.tensor(v, device='cuda')\n"
         "def init(args):\n    args.dist_backend = 'nccl'\n    dist.init_process_group(backend=args.dist_backend)\n",
+        # a device helper that validates its choice against availability before returning it
+        "import torch\ndef get_device(device='auto'):\n    if device == 'auto':\n        device = 'cuda'\n"
+        "    device = torch.device(device)\n"
+        "    if device.type == torch.device('cuda').type and not torch.cuda.is_available():\n"
+        "        return torch.device('cpu')\n    return device\n",
     ]
     INVALID = [
         Invalid(
@@ -389,6 +394,9 @@ class HardcodedCuda(Rule):
         # `type(t) is torch.cuda.FloatTensor`: tests, not placements; they run on a CPU
         self._compared.add(node.left)
         self._compared.update(c.comparator for c in node.comparisons)
+        for side in (node.left, *(c.comparator for c in node.comparisons)):
+            if isinstance(side, cst.Attribute) and side.attr.value in ("type", "index"):
+                self._compared.add(side.value)  # `torch.device("cuda").type`: a name, not a placement
         self._called.add(node.left)
         self._called.update(c.comparator for c in node.comparisons)
 
@@ -570,6 +578,8 @@ class HardcodedCuda(Rule):
             if (d is not None and "device" in d.rsplit(".", 1)[-1].lower()
                     and not _DEVICE_TYPE_NAME.search(d.rsplit(".", 1)[-1])):
                 self._handled.add(node.value)
+                if guards.checked_later(self.facts, self.t.function, d, self.t.statement):
+                    return  # validated against availability before the function returns it
                 self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device: what it places fails on a machine without CUDA")
                 return
 

@@ -524,6 +524,27 @@ def unguarded_device_definition(facts, stmt: Optional[cst.CSTNode], value: cst.C
     return False
 
 
+def checked_later(facts, fn: Optional[cst.FunctionDef], name: str, stmt: Optional[cst.CSTNode]) -> bool:
+    """``device = "cuda"`` in a function that later tests ``device`` together with
+    ``torch.cuda.is_available()`` (``if device.type == "cuda" and not torch.cuda.is_available():
+    return torch.device("cpu")``): a choice the function validates before it is used."""
+    if fn is None or stmt is None or not isinstance(fn.body, cst.IndentedBlock):
+        return False
+    seen = False
+    for st in statements(fn.body):
+        if st is stmt:
+            seen = True
+            continue
+        if not seen or not isinstance(st, (cst.If, cst.Assert)):
+            continue
+        test = st.test
+        names = {n.value for n in nodes(test) if isinstance(n, cst.Name)}
+        if name in names and any(isinstance(c, cst.Call) and facts.qualname(c.func) == "torch.cuda.is_available"
+                                 for c in nodes(test)):
+            return True
+    return False
+
+
 # CUDA runtime calls that raise without a GPU: a library function making one unconditionally
 # is CUDA-only by design (its caller decides whether it runs)
 _RUNTIME = frozenset({"torch.cuda.current_device", "torch.cuda.set_device", "torch.cuda.synchronize",
