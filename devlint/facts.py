@@ -297,8 +297,9 @@ class _Prescan:
             for base in stmt.bases:
                 q = f.qualname(base.value)
                 bn = dotted(base.value)
-                if is_module_base(q) or (bn is not None and bn in f.module_classes):
-                    is_mod = True
+                if is_module_base(q) or (bn is not None and (bn in f.module_classes
+                                                             or f.project.module_base(bn) is not None)):
+                    is_mod = True  # a torch / Lightning base, a Module of this file or of the project
             f.class_nodes[stmt] = is_mod
             if is_mod:
                 f.module_classes.add(stmt.name.value)

@@ -50,11 +50,26 @@ class ProjectFacts:
     # holds host data, and there is at least one
     host_program: bool = False
 
+    # base classes this file imports from the project that descend from nn.Module, as the file
+    # spells them (``BaseModel``, ``base.BaseModel``): (name, moves its own attributes (an
+    # ``_apply``/``to``/``cuda`` override on the way), attribute names it owns (registers or
+    # assigns), every class on the way is the project's or exactly ``nn.Module``)
+    module_bases: frozenset = frozenset()
+
     def __bool__(self) -> bool:
-        return self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
+        return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
+                or bool(self.module_bases))
 
     def key(self) -> str:
-        return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program))
+        return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
+                     sorted(self.module_bases)))
+
+    def module_base(self, name: Optional[str]):
+        """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
+        for n, moves, owned, plain in self.module_bases:
+            if n == name:
+                return moves, owned, plain
+        return None
 
 
 NONE = ProjectFacts()
@@ -340,6 +355,7 @@ class ProjectIndex:
         self._by_digest: dict = {}  # content hash -> summary (a file and its neighbours' view agree)
         self._texts: dict = {}  # path -> (stat stamp, (may be a script, its bytes))
         self._imports_text: dict = {}  # path -> (stat stamp, its imports read off the text)
+        self._class_memo: dict = {}  # (path, text hash) -> (classes, torch aliases)
 
     # ---- summaries ------------------------------------------------------------------
     def summary(self, path: str) -> Optional[Summary]:
@@ -523,6 +539,81 @@ class ProjectIndex:
             out += [os.path.join(d, n) for n in names if n.endswith(".py") and os.path.isfile(os.path.join(d, n))]
         return out
 
+    # ---- classes --------------------------------------------------------------------
+    def _class_info(self, path: str) -> tuple:
+        """(classes, aliases) of a project module, by stat stamp (no parse)."""
+        text = self._text(path)
+        if text is None:
+            return {}, {}
+        key = (path, hash(text[1]))
+        hit = self._class_memo.get(key)
+        if hit is None:
+            data = text[1]
+            hit = self._class_memo[key] = (_classes(data), _torch_aliases(data, _text_imports(data)))
+        return hit
+
+    def _resolve_class(self, path: str, spelled: str, depth: int = 5):
+        """``(moves, owned, plain)`` when the class ``spelled`` as seen from ``path`` descends
+        from nn.Module (through project classes of this or other modules), else None."""
+        if depth <= 0:
+            return None
+        classes, aliases = self._class_info(path)
+        head, _, rest = spelled.partition(".")
+        if not rest and spelled in classes:
+            info = classes[spelled]
+            moves, owned, plain = info.moves, set(info.owned), True
+            found = False
+            for base in info.bases:
+                if base == spelled:
+                    continue
+                q = aliases.get(base.split(".")[0])
+                qualified = q + base[len(base.split(".")[0]):] if q is not None else None
+                if qualified is not None and _torch_module_base(qualified):
+                    found = True
+                    plain = plain and qualified in ("torch.nn.Module", "torch.nn.modules.module.Module")
+                    continue
+                r = self._resolve_class(path, base, depth - 1)
+                if r is not None:
+                    found = True
+                    moves = moves or r[0]
+                    owned |= r[1]
+                    plain = plain and r[2]
+                else:
+                    plain = False  # a mixin or a base we cannot read may own any name
+            return (moves, frozenset(owned), plain) if found else None
+        for target, names in self.imports(path):
+            if names is None:
+                # `import models.base as base`, `from . import base`: `base.BaseModel`
+                stem = os.path.splitext(os.path.basename(target))[0]
+                if stem == "__init__":
+                    stem = os.path.basename(os.path.dirname(target))
+                named = aliases.get(head, head).split(".")[-1]  # `import models.base as mb`
+                if rest and stem in (head, named) and "." not in rest:
+                    return self._resolve_class(target, rest, depth - 1)
+                continue
+            for n, a in names:
+                if (a or n) == spelled:
+                    return self._resolve_class(target, n, depth - 1)
+        return None
+
+    def module_bases(self, path: str, source: bytes) -> frozenset:
+        """The bases of the file's classes that are project classes descending from nn.Module."""
+        own = _classes(source)
+        if not own:
+            return frozenset()
+        aliases = _torch_aliases(source, _text_imports(source))
+        out = set()
+        for info in own.values():
+            for base in info.bases:
+                root = base.split(".")[0]
+                if base in own or root in ("torch", "nn", "object") or aliases.get(root, "").startswith(
+                        ("torch", "lightning", "pytorch_lightning", "transformers", "diffusers")):
+                    continue
+                r = self._resolve_class(path, base)
+                if r is not None:
+                    out.add((base, r[0], r[1], r[2]))
+        return frozenset(out)
+
     # ---- one file's facts -----------------------------------------------------------
     def facts_for(self, path: str, source: Optional[bytes] = None) -> ProjectFacts:
         """``source``: the file's Python source when it is not the file's bytes (a notebook)."""
@@ -547,8 +638,10 @@ class ProjectIndex:
         # (DL002, DL004), checkpoint facts for code that loads (DL005)
         need_cuda = _CUDA_WORDS.search(source) is not None
         need_ckpt = _LOAD_CALL.search(source) is not None
+        # a class deriving a project class may be an nn.Module defined in another file
+        module_bases = self.module_bases(path, source) if _CLASS_HEAD.search(source) else frozenset()
         if not (need_cuda or need_ckpt):
-            return NONE
+            return ProjectFacts(module_bases=module_bases) if module_bases else NONE
         imported = self.imports(path, own)
         entry: set = set()
         if need_cuda:
@@ -596,7 +689,71 @@ class ProjectIndex:
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
             host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
-                            host_program=host_program)
+                            host_program=host_program, module_bases=module_bases)
+
+
+# ---------------------------------------------------------------------------------
+# classes across files: which project classes are nn.Modules (read off the text, no parse)
+# ---------------------------------------------------------------------------------
+
+_CLASS_HEAD = re.compile(rb"^class[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:", re.M)
+_TOP_LINE = re.compile(rb"^[^\s#]", re.M)
+_MOVES_DEF = re.compile(rb"^[ \t]+def[ \t]+(?:_apply|to|cuda|to_empty)[ \t]*\(", re.M)
+_REGISTERS = re.compile(rb"register_(?:buffer|parameter)\(\s*[\"']([A-Za-z_]\w*)[\"']")
+_SELF_ASSIGN = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
+_PLAIN_IMPORT_AS = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)", re.M)
+
+
+@dataclass
+class _ClassInfo:
+    bases: list  # dotted names as spelled
+    moves: bool  # defines _apply / to / cuda
+    owned: frozenset  # names given to register_buffer / register_parameter, or assigned on self
+
+
+def _classes(source: bytes) -> dict:
+    """Top-level classes of a module: name -> _ClassInfo."""
+    out = {}
+    heads = list(_CLASS_HEAD.finditer(source))
+    for m in heads:
+        end = len(source)
+        nxt = _TOP_LINE.search(source, m.end())
+        while nxt is not None and source[nxt.start():nxt.start() + 1] in (b")", b"]", b"}"):
+            nxt = _TOP_LINE.search(source, nxt.end())
+        if nxt is not None:
+            end = nxt.start()
+        body = source[m.end():end]
+        bases = []
+        for part in m.group(2).decode("utf-8", "replace").split(","):
+            part = " ".join(part.split())
+            if part and "=" not in part and re.fullmatch(r"[\w.]+", part):
+                bases.append(part)
+        owned = set(_REGISTERS.findall(body)) | set(_SELF_ASSIGN.findall(body))
+        out[m.group(1).decode()] = _ClassInfo(bases, _MOVES_DEF.search(body) is not None,
+                                              frozenset(x.decode() for x in owned))
+    return out
+
+
+def _torch_aliases(source: bytes, imports: list) -> dict:
+    """local name -> qualified name, for the torch / lightning / transformers imports of a module."""
+    out = {}
+    for mod, alias in _PLAIN_IMPORT_AS.findall(source):
+        out[alias.decode()] = mod.decode()
+    for module, level, names in imports:
+        if level:
+            continue
+        if not names:
+            out.setdefault(module.split(".")[0], module.split(".")[0])
+            continue
+        for n, a in names:
+            out[a or n] = f"{module}.{n}"
+    return out
+
+
+def _torch_module_base(qualified: str) -> bool:
+    from devlint.analysis.values import is_module_base  # only when a class has a base to resolve
+
+    return is_module_base(qualified)
 
 
 def _notebook_python(path: str) -> Optional[bytes]:

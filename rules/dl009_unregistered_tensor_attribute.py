@@ -304,6 +304,8 @@ class UnregisteredTensorAttribute(Rule):
         for cls, method, attr, node, stmt in self.candidates:
             if cls in self.overrides or attr in self.registered.get(cls, ()):
                 continue
+            if self._project_base_owns(cls, attr):
+                continue  # a project base class (another file) moves its attributes or registered it
             rebinds = self._one_branch_rebinds(cls, method, attr, node)
             if self.assigned.get(cls, {}).get(attr, 0) != 1 + len(rebinds):
                 continue  # reassigned (in forward, a reset(), or twice in __init__)
@@ -332,6 +334,13 @@ class UnregisteredTensorAttribute(Rule):
                 )
                 fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
             self.report(node, msg, fix)
+
+    def _project_base_owns(self, cls: cst.ClassDef, attr: str) -> bool:
+        for base in cls.bases:
+            found = self.facts.project.module_base(dotted(base.value))
+            if found is not None and (found[0] or attr in found[1]):
+                return True
+        return False
 
     def _one_branch_rebinds(self, cls, method, attr: str, node) -> list:
         """The later ``self.<attr> = nn.Parameter(...)`` of the same ``__init__``, when every one of
@@ -373,7 +382,7 @@ class UnregisteredTensorAttribute(Rule):
         return False
 
     def _bases_allow(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
-        """Every base is nn.Module or a same-file Module class that does not set ``attr``."""
+        """Every base is nn.Module or a Module class of the project that does not set ``attr``."""
         if cls in seen:
             return False
         seen.add(cls)
@@ -384,7 +393,14 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             d = dotted(base.value)
             parent = by_name.get(d) if d is not None else None
-            if parent is None or not self.facts.class_nodes.get(parent):
+            if parent is None:
+                # a Module of the project (another file) that owns no such name, every class on
+                # its way the project's or exactly nn.Module
+                found = self.facts.project.module_base(d)
+                if found is None or found[0] or attr in found[1] or not found[2]:
+                    return False
+                continue
+            if not self.facts.class_nodes.get(parent):
                 return False
             if (self.assigned.get(parent, {}).get(attr) or attr in self.registered.get(parent, ())
                     or not self._bases_allow(parent, attr, by_name, seen)):

@@ -140,3 +140,40 @@ def test_a_sibling_that_saves_only_data_says_nothing_about_a_checkpoint_path(tmp
     write(tmp_path, {"train.py": SAVES_HOST.replace("'net.pt'", "sys.argv[1]").replace("import torch\n",
                                                                                        "import sys\nimport torch\n", 1)})
     assert [f for f in lint(tmp_path, monkeypatch, "eval.py") if f[2] == "DL005"] == []
+
+
+BASE = ("from torch import nn\n\nclass BaseModel(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.steps = 0\n")
+BASE_NOT_A_MODULE = "class BaseModel:\n    def __init__(self):\n        self.steps = 0\n"
+BASE_MOVES = ("import torch.nn as nn\n\nclass BaseModel(nn.Module):\n    def _apply(self, fn, recurse=True):\n"
+              "        self.kernel = fn(self.kernel)\n        return super()._apply(fn, recurse)\n")
+DERIVED = ("import torch\nfrom models.base import BaseModel\n\nclass Net(BaseModel):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.kernel = torch.ones(3)\n")
+DERIVED_ALIAS = ("import torch\nimport models.base as mb\n\nclass Net(mb.BaseModel):\n    def __init__(self):\n"
+                 "        super().__init__()\n        self.kernel = torch.ones(3)\n")
+DERIVED_RELATIVE = ("import torch\nfrom .base import BaseModel\n\nclass Head(BaseModel):\n    def __init__(self):\n"
+                    "        super().__init__()\n        self.bias = torch.zeros(2)\n        self.steps = torch.zeros(())\n")
+
+
+def test_a_class_deriving_a_project_module_from_another_file_is_a_module(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "models/__init__.py": "", "models/base.py": BASE,
+                     "net.py": DERIVED, "net_alias.py": DERIVED_ALIAS, "models/head.py": DERIVED_RELATIVE})
+    found = [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL009"]
+    # `self.steps` is an attribute the base owns: assigning it is the base's business, no finding
+    assert found == [("models/head.py", 7, "DL009"), ("net.py", 7, "DL009"), ("net_alias.py", 7, "DL009")]
+
+
+def test_a_project_base_that_moves_its_attributes_or_is_no_module_keeps_silence(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "models/__init__.py": "", "models/base.py": BASE_MOVES, "net.py": DERIVED})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL009"] == []
+    write(tmp_path, {"models/base.py": BASE_NOT_A_MODULE})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL009"] == []
+
+
+def test_cache_follows_an_edit_of_a_base_class_in_another_file(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "models/__init__.py": "", "models/base.py": BASE, "net.py": DERIVED})
+    assert ("net.py", 7, "DL009") in lint(tmp_path, monkeypatch, "net.py", cache=True)
+    write(tmp_path, {"models/base.py": BASE_NOT_A_MODULE})
+    assert [f for f in lint(tmp_path, monkeypatch, "net.py", cache=True) if f[2] == "DL009"] == []
+    write(tmp_path, {"models/base.py": BASE})
+    assert ("net.py", 7, "DL009") in lint(tmp_path, monkeypatch, "net.py", cache=True)
