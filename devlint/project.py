@@ -31,7 +31,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-SUMMARY_VERSION = 3
+from devlint.nnbases import is_module_base
+
+SUMMARY_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -343,8 +345,21 @@ def summarize(source: bytes) -> Optional[Summary]:
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", "build", "dist"}
 
 
+def _stamp(path: str) -> Optional[tuple]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 class ProjectIndex:
-    """Summaries of a project's modules, read as questions need them."""
+    """Summaries of a project's modules, read as questions need them.
+
+    Every file and directory a file's facts are read from is noted with its stat stamp (a
+    directory's changes when a module appears in it or goes), so the facts can be kept under
+    the lint cache and reused while none of those stamps moves: a warm run stats them instead
+    of reading the modules again."""
 
     def __init__(self, root: str, cache_dir: Optional[str] = None) -> None:
         self.root = os.path.abspath(root)
@@ -356,15 +371,40 @@ class ProjectIndex:
         self._texts: dict = {}  # path -> (stat stamp, (may be a script, its bytes))
         self._imports_text: dict = {}  # path -> (stat stamp, its imports read off the text)
         self._class_memo: dict = {}  # (path, text hash) -> (classes, torch aliases)
+        self._recs: list = []  # dependency sets being recorded (innermost last)
+        self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
+
+    # ---- dependencies ---------------------------------------------------------------
+    def _note(self, path: str, stamp: Optional[tuple]) -> None:
+        for rec in self._recs:
+            rec[path] = stamp
+
+    def _recorded(self, key, compute):
+        """``compute()`` with its dependencies noted under ``key`` for a memo hit to replay."""
+        rec: dict = {}
+        self._recs.append(rec)
+        try:
+            value = compute()
+        finally:
+            self._recs.pop()
+        self._memo_deps[key] = rec
+        for outer in self._recs:
+            outer.update(rec)
+        return value
+
+    def _replay(self, key) -> None:
+        rec = self._memo_deps.get(key)
+        if rec:
+            for outer in self._recs:
+                outer.update(rec)
 
     # ---- summaries ------------------------------------------------------------------
     def summary(self, path: str) -> Optional[Summary]:
         path = os.path.abspath(path)
-        try:
-            st = os.stat(path)
-        except OSError:
+        stamp = _stamp(path)  # a long-lived process (the language server) sees edits
+        self._note(path, stamp)
+        if stamp is None:
             return None
-        stamp = (st.st_mtime_ns, st.st_size)  # a long-lived process (the language server) sees edits
         hit = self._summaries.get(path)
         if hit is not None and hit[0] == stamp:
             return hit[1]
@@ -409,11 +449,10 @@ class ProjectIndex:
         return s
 
     def _text_imports(self, path: str) -> list:
-        try:
-            st = os.stat(path)
-        except OSError:
+        stamp = _stamp(path)
+        self._note(path, stamp)
+        if stamp is None:
             return []
-        stamp = (st.st_mtime_ns, st.st_size)
         hit = self._imports_text.get(path)
         if hit is None or hit[0] != stamp:
             try:
@@ -435,23 +474,27 @@ class ProjectIndex:
 
     def _text(self, path: str):
         """(may it be a script, its bytes), by stat stamp."""
-        try:
-            st = os.stat(path)
-        except OSError:
+        stamp = _stamp(path)
+        self._note(path, stamp)
+        if stamp is None:
             return None
         hit = self._texts.get(path)
-        if hit is None or hit[0] != (st.st_mtime_ns, st.st_size):
+        if hit is None or hit[0] != stamp:
             try:
                 with open(path, "rb") as f:
                     data = f.read()
             except OSError:
                 return None
-            hit = self._texts[path] = ((st.st_mtime_ns, st.st_size), (_SCRIPT_HINT.search(data) is not None, data))
+            hit = self._texts[path] = (stamp, (_SCRIPT_HINT.search(data) is not None, data))
         return hit[1]
 
     # ---- imports --------------------------------------------------------------------
     def _module_file(self, base: str, dotted_name: str) -> Optional[str]:
         parts = [p for p in dotted_name.split(".") if p]
+        if self._recs:  # a module appearing or going there changes the directory's stamp
+            probe = os.path.join(base, *parts)
+            for d in (os.path.dirname(probe), probe) if parts else (base,):
+                self._note(d, _stamp(d))
         if not parts:
             init = os.path.join(base, "__init__.py")
             return init if os.path.isfile(init) else None
@@ -465,8 +508,14 @@ class ProjectIndex:
     def imports(self, path: str, summary: Optional[Summary] = None) -> list:
         """[(project file, ((name, alias), ...) imported from it, or None for the whole module)]."""
         path = os.path.abspath(path)
-        if path in self._resolved and summary is None:
-            return self._resolved[path]
+        if summary is None:
+            if path in self._resolved:
+                self._replay(("imports", path))
+                return self._resolved[path]
+            return self._recorded(("imports", path), lambda: self._imports(path, None))
+        return self._imports(path, summary)
+
+    def _imports(self, path: str, summary: Optional[Summary]) -> list:
         out = []
         # imports are read off the text (a summary's are too): following them parses nothing
         listed = summary.imports if summary is not None else self._text_imports(path)
@@ -509,9 +558,14 @@ class ProjectIndex:
         """The project files ``path`` imports, directly or through others (``depth`` hops)."""
         key = (os.path.abspath(path), depth)
         if key in self._closure:
+            self._replay(("closure", key))
             return self._closure[key]
+        return self._recorded(("closure", key), lambda: self._compute_closure(key))
+
+    def _compute_closure(self, key: tuple) -> set:
+        path, depth = key
         seen: set = set()
-        frontier = [os.path.abspath(path)]
+        frontier = [path]
         for _ in range(depth):
             nxt = []
             for p in frontier:
@@ -532,6 +586,7 @@ class ProjectIndex:
             dirs.append(up)
         out = []
         for d in dirs:
+            self._note(d, _stamp(d))
             try:
                 names = sorted(os.listdir(d))
             except OSError:
@@ -568,7 +623,7 @@ class ProjectIndex:
                     continue
                 q = aliases.get(base.split(".")[0])
                 qualified = q + base[len(base.split(".")[0]):] if q is not None else None
-                if qualified is not None and _torch_module_base(qualified):
+                if qualified is not None and is_module_base(qualified):
                     found = True
                     plain = plain and qualified in ("torch.nn.Module", "torch.nn.modules.module.Module")
                     continue
@@ -596,19 +651,20 @@ class ProjectIndex:
                     return self._resolve_class(target, n, depth - 1)
         return None
 
-    def module_bases(self, path: str, source: bytes) -> frozenset:
-        """The bases of the file's classes that are project classes descending from nn.Module."""
+    def module_bases(self, path: str, source: bytes, imports: list) -> frozenset:
+        """The bases of the file's classes that are project classes descending from nn.Module
+        (``imports``: the file's own, read off its text)."""
         own = _classes(source)
         if not own:
             return frozenset()
-        aliases = _torch_aliases(source, _text_imports(source))
+        aliases = _torch_aliases(source, imports)
+        imported = set(aliases) | {a or n for _m, level, names in imports if level for n, a in names}
         out = set()
         for info in own.values():
             for base in info.bases:
                 root = base.split(".")[0]
-                if base in own or root in ("torch", "nn", "object") or aliases.get(root, "").startswith(
-                        ("torch", "lightning", "pytorch_lightning", "transformers", "diffusers")):
-                    continue
+                if base in own or root not in imported or aliases.get(root, "").startswith(_LIBRARY_ROOTS):
+                    continue  # a class of this file (its own model answers), a builtin, a library's
                 r = self._resolve_class(path, base)
                 if r is not None:
                     out.add((base, r[0], r[1], r[2]))
@@ -631,6 +687,64 @@ class ProjectIndex:
                 return NONE
             if source is None:
                 return NONE
+        digest = hashlib.sha1(source).hexdigest()
+        kept = self._kept_facts(path, digest)
+        if kept is not None:
+            return kept
+        rec: dict = {}
+        self._recs.append(rec)
+        try:
+            facts = self._facts_for(path, source)
+        finally:
+            self._recs.pop()
+        self._keep_facts(path, digest, facts, rec)
+        return facts
+
+    # ---- facts kept under the lint cache, with the stamps they were read from --------
+    def _facts_entry(self, path: str) -> Optional[str]:
+        if self.cache_dir is None:
+            return None
+        h = hashlib.sha1(path.encode("utf-8", "surrogateescape")).hexdigest()
+        return os.path.join(self.cache_dir, "facts", h[:2], h[2:] + ".json")
+
+    def _kept_facts(self, path: str, digest: str) -> Optional[ProjectFacts]:
+        entry = self._facts_entry(path)
+        if entry is None:
+            return None
+        try:
+            with open(entry, encoding="utf-8") as f:
+                data = json.load(f)
+            if data["source"] != digest:
+                return None
+            for dep, stamp in data["deps"]:
+                if _stamp(dep) != (tuple(stamp) if stamp is not None else None):
+                    return None
+            fx = data["facts"]
+            return ProjectFacts(cuda_only=fx["cuda_only"], cuda_entry=frozenset(fx["cuda_entry"]),
+                                host_files=frozenset(fx["host_files"]), host_program=fx["host_program"],
+                                module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _keep_facts(self, path: str, digest: str, facts: ProjectFacts, deps: dict) -> None:
+        entry = self._facts_entry(path)
+        if entry is None:
+            return
+        data = {"source": digest, "deps": sorted(([d, list(st) if st else None] for d, st in deps.items()),
+                                                 key=lambda x: x[0]),
+                "facts": {"cuda_only": facts.cuda_only, "cuda_entry": sorted(facts.cuda_entry),
+                          "host_files": sorted(facts.host_files), "host_program": facts.host_program,
+                          "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases)}}
+        try:
+            os.makedirs(os.path.dirname(entry), exist_ok=True)
+            tmp = f"{entry}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, entry)
+        except OSError:
+            pass  # best effort, as for summaries
+
+    def _facts_for(self, path: str, source: bytes) -> ProjectFacts:
         # of its own file the index needs only what its text says (imports, script or not):
         # what it requires or saves is the file's own model's business
         own = _text_summary(source)
@@ -639,7 +753,7 @@ class ProjectIndex:
         need_cuda = _CUDA_WORDS.search(source) is not None
         need_ckpt = _LOAD_CALL.search(source) is not None
         # a class deriving a project class may be an nn.Module defined in another file
-        module_bases = self.module_bases(path, source) if _CLASS_HEAD.search(source) else frozenset()
+        module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD.search(source) else frozenset()
         if not (need_cuda or need_ckpt):
             return ProjectFacts(module_bases=module_bases) if module_bases else NONE
         imported = self.imports(path, own)
@@ -701,6 +815,8 @@ _TOP_LINE = re.compile(rb"^[^\s#]", re.M)
 _MOVES_DEF = re.compile(rb"^[ \t]+def[ \t]+(?:_apply|to|cuda|to_empty)[ \t]*\(", re.M)
 _REGISTERS = re.compile(rb"register_(?:buffer|parameter)\(\s*[\"']([A-Za-z_]\w*)[\"']")
 _SELF_ASSIGN = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
+_LIBRARY_ROOTS = ("torch", "lightning", "pytorch_lightning", "transformers", "diffusers", "typing", "abc",
+                   "collections", "enum", "dataclasses", "numpy")
 _PLAIN_IMPORT_AS = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)", re.M)
 
 
@@ -748,12 +864,6 @@ def _torch_aliases(source: bytes, imports: list) -> dict:
         for n, a in names:
             out[a or n] = f"{module}.{n}"
     return out
-
-
-def _torch_module_base(qualified: str) -> bool:
-    from devlint.analysis.values import is_module_base  # only when a class has a base to resolve
-
-    return is_module_base(qualified)
 
 
 def _notebook_python(path: str) -> Optional[bytes]:

@@ -109,7 +109,7 @@ def test_cache_follows_an_edit_of_an_imported_module(tmp_path, monkeypatch):
     assert ("train.py", 5, "DL004") in lint(tmp_path, monkeypatch, "train.py", cache=True)
     write(tmp_path, {"utils.py": ENTRY})
     assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL004"] == []
-    assert (tmp_path / ".devlint_cache" / "project-v3").is_dir()  # summaries kept by content hash
+    assert (tmp_path / ".devlint_cache" / "project-v4").is_dir()  # summaries kept by content hash
 
 
 def test_summary_reads_old_pytorch_scripts():
@@ -177,3 +177,14 @@ def test_cache_follows_an_edit_of_a_base_class_in_another_file(tmp_path, monkeyp
     assert [f for f in lint(tmp_path, monkeypatch, "net.py", cache=True) if f[2] == "DL009"] == []
     write(tmp_path, {"models/base.py": BASE})
     assert ("net.py", 7, "DL009") in lint(tmp_path, monkeypatch, "net.py", cache=True)
+
+
+def test_kept_facts_follow_a_new_importer_in_the_directory(tmp_path, monkeypatch):
+    """Facts kept under the cache are reused only while every file and directory they were
+    read from is unchanged: a new script beside the module (a directory entry) counts."""
+    write(tmp_path, {"train.py": EXITS, "layers.py": LAYERS})
+    assert [f for f in lint(tmp_path, monkeypatch, "layers.py", cache=True) if f[0] == "layers.py"] == []
+    assert list((tmp_path / ".devlint_cache" / "project-v4" / "facts").rglob("*.json"))
+    assert [f for f in lint(tmp_path, monkeypatch, "layers.py", cache=True) if f[0] == "layers.py"] == []
+    write(tmp_path, {"demo.py": RUNS_ANYWHERE})
+    assert ("layers.py", 10, "DL002") in lint(tmp_path, monkeypatch, "layers.py", cache=True)

@@ -32,6 +32,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.nnbases import MODULE_FAMILIES, NON_MODULE_NN, is_module_base  # noqa: F401 (re-exported)
 from devlint.syntax import call_arg, dotted, string_value
 from devlint.walk import children, statements
 
@@ -94,17 +95,6 @@ MODULE_ONLY_USE = frozenset(
     "named_children eval train state_dict load_state_dict apply register_buffer "
     "register_parameter zero_grad forward add_module register_forward_hook".split()
 )
-NON_MODULE_NN = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "functional", "utils"})
-# Base classes of other libraries that are nn.Module subclasses (a class deriving one is a Module).
-MODULE_FAMILIES = frozenset({
-    "torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Sequential",
-    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
-    "pytorch_lightning.core.module.LightningModule", "pytorch_lightning.core.lightning.LightningModule",
-    "lightning.LightningModule", "lightning.pytorch.LightningModule",
-    "lightning.pytorch.core.LightningModule", "lightning.pytorch.core.module.LightningModule",
-    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
-    "diffusers.ModelMixin", "diffusers.models.modeling_utils.ModelMixin",
-})
 _TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 _DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _LEGACY_CTORS = frozenset("Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor BoolTensor "
@@ -118,16 +108,6 @@ _CAT_FUNCS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vsta
 _NOT_TENSOR_ARG = FACTORIES | _CAT_FUNCS | frozenset({"einsum", "where"})
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
 _PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
-
-
-def is_module_base(qualname: Optional[str]) -> bool:
-    """A base class that makes its subclass an ``nn.Module`` (torch.nn layers, Lightning, ...)."""
-    if qualname is None:
-        return False
-    if qualname in MODULE_FAMILIES:
-        return True
-    last = qualname.rsplit(".", 1)[-1]
-    return qualname.startswith("torch.nn.") and last[:1].isupper() and last not in NON_MODULE_NN
 
 
 def annotation_kind(names, ann: Optional[cst.Annotation]) -> Optional[str]:
