@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,17 @@ class ProjectFacts:
     # ``_apply``/``to``/``cuda`` override on the way), attribute names it owns (registers or
     # assigns), every class on the way is the project's or exactly ``nn.Module``)
     module_bases: frozenset = frozenset()
+    # the scripts that import this module (and what they import) initialise a process group,
+    # always with NCCL: where this module runs distributed, it runs on GPUs
+    nccl_only: bool = False
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
-                or bool(self.module_bases))
+                or bool(self.module_bases) or self.nccl_only)
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
-                     sorted(self.module_bases)))
+                     sorted(self.module_bases), self.nccl_only))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -87,6 +90,7 @@ class Summary:
     cuda_functions: list = field(default_factory=list)  # top-level functions that require CUDA
     saves: list = field(default_factory=list)  # [file name or None, host data?, a model's state?] per torch.save
     places: bool = False  # places any value on a device
+    backends: list = field(default_factory=list)  # per init_process_group call: its backend, or None
 
 
 # ---------------------------------------------------------------------------------
@@ -149,6 +153,43 @@ def _nccl_init(call: ast.Call) -> bool:
         return False
     arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "backend"), None)
     return isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.lower().startswith("nccl")
+
+
+def _backends(tree: ast.AST) -> list:
+    """The backend of each ``init_process_group`` call: a literal, or a name the module binds
+    to one literal only (``args.dist_backend = "nccl"``, ``--dist-backend`` defaulting to it)."""
+    bound: dict = {}
+    calls = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
+            for t in n.targets:
+                d = _dotted(t)
+                if d:
+                    bound.setdefault(d.rsplit(".", 1)[-1], set()).add(n.value.value.lower())
+        elif isinstance(n, ast.Call):
+            d = _dotted(n.func) or ""
+            if d.endswith("init_process_group"):
+                calls.append(n)
+            elif d.endswith("add_argument"):
+                default = next((k.value for k in n.keywords if k.arg == "default"), None)
+                flags = [a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                dest = next((k.value.value for k in n.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                            None)
+                name = dest or next((f for f in flags if f.startswith("--")), flags[0] if flags else "")
+                name = str(name).lstrip("-").replace("-", "_")
+                if name and isinstance(default, ast.Constant) and isinstance(default.value, str):
+                    bound.setdefault(name, set()).add(default.value.lower())
+    out = []
+    for c in calls:
+        arg = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "backend"), None)
+        b = None
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            b = arg.value.lower()
+        elif arg is not None and _dotted(arg):
+            vals = bound.get(_dotted(arg).rsplit(".", 1)[-1], set())
+            b = next(iter(vals)) if len(vals) == 1 else None
+        out.append("nccl" if b and b.startswith("nccl") else b)
+    return out
 
 
 def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
@@ -230,6 +271,7 @@ def _host_object(obj: ast.AST) -> bool:
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
 _SAVE_WORDS = (b"save(",)
 _AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group")
+_INIT_WORDS = (b"init_process_group",)
 _LOAD_CALL = re.compile(rb"load\(")
 _CUDA_WORDS = re.compile(rb"cuda|pin_memory")
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
@@ -334,6 +376,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             if fn.name not in ensuring and _ensures(fn.body, True, ensuring):
                 ensuring.add(fn.name)
     s.cuda_functions = sorted(ensuring)
+    s.backends = _backends(tree) if b"init_process_group" in source else []
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
     return s
 
@@ -722,7 +765,8 @@ class ProjectIndex:
             fx = data["facts"]
             return ProjectFacts(cuda_only=fx["cuda_only"], cuda_entry=frozenset(fx["cuda_entry"]),
                                 host_files=frozenset(fx["host_files"]), host_program=fx["host_program"],
-                                module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]))
+                                module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]),
+                                nccl_only=fx["nccl_only"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -734,7 +778,8 @@ class ProjectIndex:
                                                  key=lambda x: x[0]),
                 "facts": {"cuda_only": facts.cuda_only, "cuda_entry": sorted(facts.cuda_entry),
                           "host_files": sorted(facts.host_files), "host_program": facts.host_program,
-                          "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases)}}
+                          "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases),
+                          "nccl_only": facts.nccl_only}}
         try:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             tmp = f"{entry}.{os.getpid()}.tmp"
@@ -769,9 +814,11 @@ class ProjectIndex:
                 # `from utils import init as setup` is called `setup(...)`; `import utils` as `utils.init(...)`
                 entry |= {a or n for n, a in names if n in funcs} if names is not None else funcs
         cuda_only = False
+        nccl_only = False
         program = {t for t, _ in imported}
         if need_cuda and not own.script and os.path.basename(path) != "__init__.py":
             importers = []
+            importer_paths: list = []
             stem = os.path.splitext(os.path.basename(path))[0].encode()
             for other in self._neighbours(path):
                 # an importer is a script that names this module: read off the text first, so a
@@ -781,7 +828,16 @@ class ProjectIndex:
                 s = self.summary(other)
                 if s is not None and s.script:
                     importers.append(s)
+                    importer_paths.append(other)
             cuda_only = bool(importers) and all(s.requires_cuda for s in importers)
+            # the process groups the importing programs start (in the scripts or what they import)
+            backends = []
+            for script in importer_paths:
+                for p in {script} | self.closure(script):
+                    if p != path and self._words(p, _INIT_WORDS):
+                        s = self.summary(p)
+                        backends += s.backends if s is not None else [None]
+            nccl_only = bool(backends) and all(b == "nccl" for b in backends)
         host_files: frozenset = frozenset()
         host_program = False
         if need_ckpt:
@@ -803,7 +859,7 @@ class ProjectIndex:
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
             host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
-                            host_program=host_program, module_bases=module_bases)
+                            host_program=host_program, module_bases=module_bases, nccl_only=nccl_only)
 
 
 # ---------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def test_cache_follows_an_edit_of_an_imported_module(tmp_path, monkeypatch):
     assert ("train.py", 5, "DL004") in lint(tmp_path, monkeypatch, "train.py", cache=True)
     write(tmp_path, {"utils.py": ENTRY})
     assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL004"] == []
-    assert (tmp_path / ".devlint_cache" / "project-v4").is_dir()  # summaries kept by content hash
+    assert (tmp_path / ".devlint_cache" / "project-v5").is_dir()  # summaries kept by content hash
 
 
 def test_summary_reads_old_pytorch_scripts():
@@ -184,7 +184,27 @@ def test_kept_facts_follow_a_new_importer_in_the_directory(tmp_path, monkeypatch
     read from is unchanged: a new script beside the module (a directory entry) counts."""
     write(tmp_path, {"train.py": EXITS, "layers.py": LAYERS})
     assert [f for f in lint(tmp_path, monkeypatch, "layers.py", cache=True) if f[0] == "layers.py"] == []
-    assert list((tmp_path / ".devlint_cache" / "project-v4" / "facts").rglob("*.json"))
+    assert list((tmp_path / ".devlint_cache" / "project-v5" / "facts").rglob("*.json"))
     assert [f for f in lint(tmp_path, monkeypatch, "layers.py", cache=True) if f[0] == "layers.py"] == []
     write(tmp_path, {"demo.py": RUNS_ANYWHERE})
     assert ("layers.py", 10, "DL002") in lint(tmp_path, monkeypatch, "layers.py", cache=True)
+
+
+DIST_HELPERS = ("import pickle\nimport torch\nfrom torch import distributed as dist\n\n"
+                "def get_world_size():\n    if not dist.is_available():\n        return 1\n"
+                "    if not dist.is_initialized():\n        return 1\n    return dist.get_world_size()\n\n"
+                "def all_gather(data):\n    world_size = get_world_size()\n    if world_size == 1:\n"
+                "        return [data]\n    t = torch.ByteTensor(list(pickle.dumps(data))).to('cuda')\n    return [t]\n")
+TRAIN_DIST = ("import argparse\nimport torch\nfrom dist_utils import all_gather\n\n"
+              "p = argparse.ArgumentParser()\np.add_argument('--backend', default='{backend}')\nargs = p.parse_args()\n"
+              "if args.distributed:\n    torch.distributed.init_process_group(backend=args.backend)\n"
+              "print(all_gather({{'loss': 1.0}}))\n")
+
+
+def test_helpers_run_distributed_only_by_nccl_programs_need_no_guard(tmp_path, monkeypatch):
+    """In a module whose importing scripts start only NCCL process groups, code past
+    `if world_size == 1: return` runs distributed, on GPUs; a gloo program keeps the finding."""
+    write(tmp_path, {"dist_utils.py": DIST_HELPERS, "train.py": TRAIN_DIST.format(backend="nccl")})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "dist_utils.py"] == []
+    write(tmp_path, {"train.py": TRAIN_DIST.format(backend="gloo")})
+    assert ("dist_utils.py", 16, "DL002") in lint(tmp_path, monkeypatch)

@@ -776,6 +776,10 @@ class DistributedModel:
 
     def build(self, facts) -> None:
         if b"init_process_group" not in facts.source:
+            # the scripts importing this module start only NCCL process groups (devlint.project)
+            self.nccl_only = facts.project.nccl_only
+            if self.nccl_only:
+                self._functions(facts)
             return
         module = facts.module
         inits: list = []
@@ -812,6 +816,11 @@ class DistributedModel:
                 self.nccl_flags.add(d)
         for fn in funcs:
             self._classify(facts, fn)
+
+    def _functions(self, facts) -> None:
+        for n in nodes(facts.module, into_scopes=True):
+            if type(n) is cst.FunctionDef:
+                self._classify(facts, n)
 
     def _option(self, call: cst.Call) -> None:
         default = call_arg(call, None, "default")
