@@ -325,6 +325,31 @@ def legacy_type_call(call: cst.Call, factory: str, torch_name: str, dtype: str,
     return cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=new_args)
 
 
+def legacy_fill_call(ctor: cst.Call, value: Optional[cst.BaseExpression], dtype: Optional[str],
+                     device: cst.BaseExpression) -> Optional[cst.Call]:
+    """``torch.LongTensor(b, n).fill_(0)`` -> ``torch.zeros(b, n, dtype=torch.int64, device=d)``
+    (``fill_(1)``: ``ones``; ``fill_(v)``: ``full((b, n), v, ...)``; ``zero_()``: ``zeros``); None
+    when the constructor is not reached through the torch module (``from torch import LongTensor``)."""
+    if not isinstance(ctor.func, cst.Attribute):
+        return None
+    torch_mod = ctor.func.value
+    number = value.value if isinstance(value, (cst.Integer, cst.Float)) else None
+    sizes = [a.value for a in ctor.args]
+    if value is None or number in ("0", "0.0", "0."):
+        factory, args = "zeros", [cst.Arg(s) for s in sizes]
+    elif number in ("1", "1.0", "1."):
+        factory, args = "ones", [cst.Arg(s) for s in sizes]
+    else:
+        shape = cst.Tuple([cst.Element(s) for s in sizes]) if len(sizes) > 1 else \
+            cst.Tuple([cst.Element(sizes[0], comma=cst.Comma(whitespace_after=cst.SimpleWhitespace("")))])
+        factory, args = "full", [cst.Arg(shape), cst.Arg(value)]
+    args = [a.with_changes(comma=_arg_comma()) for a in args]
+    if dtype is not None:
+        args.append(_keyword("dtype", cst.Attribute(torch_mod, cst.Name(dtype)), _arg_comma()))
+    args.append(_keyword("device", device))
+    return cst.Call(func=ctor.func.with_changes(attr=cst.Name(factory)), args=args)
+
+
 # ---- DL003's rewrites of host round trips (the questions: devlint.analysis.numpy_ops / transfers) ----
 
 def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]:
