@@ -4,11 +4,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.accumulators import arith_path, count_name
+from devlint.analysis.accumulators import arith_path, count_name, short
 from devlint.analysis.loops import (bindings, bound_from, direct_statement, hoist, hoisted_name, loop_bindings,
                                     occasional_nodes, reuse_hazard, simple_statements)
 from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, device_target, escapes,
-                                        invariant_build, is_move, placed_on_device, tensor_type_aliases)
+                                        invariant_build, is_move, placed_on_device, returning_payload,
+                                        tensor_type_aliases)
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR
 from devlint.fixes import device_draw, numpy_round_trip_fix
@@ -365,7 +366,7 @@ class LoopTransfer(Rule):
     # ---- round trips ------------------------------------------------------------------------
     def _round_trips(self, loop, skip) -> None:
         scope, cls = self.t.scope, self.t.cls
-        flow = IterationFlow(self.facts, lambda f: self.facts.kind_of(f, scope, cls) == MODULE)
+        flow = IterationFlow(self.facts, lambda f: self.facts.kind_of(f, scope, cls) == MODULE, loop.body)
         root = scope.body if scope is not None else self.ctx.module
         for st in simple_statements(loop.body):
             if st in skip:
@@ -377,12 +378,29 @@ class LoopTransfer(Rule):
                         self.report(n, "device value goes to the host and comes back to the device every "
                                        "iteration; keep the computation on the device",
                                     numpy_round_trip_fix(self.facts, n, flow.on_device))
+                        self._outbound(n, flow)
                 if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and any(
                         n in flow.scalars or n == "item" for n in names_in(small.value)) and (
                         small.target.value in flow.device
                         or placed_on_device(self.facts, root, small.target.value, loop)):
                     self._item_back(loop, small, flow)
                 flow.step(small)
+
+    def _outbound(self, back: cst.Call, flow: IterationFlow) -> None:
+        """The device->host reads whose values ``back`` sends to the device again: the first
+        half of the round trip, reported where the copy starts (no fix of its own: the rewrite,
+        when there is one, is the return half's)."""
+        payload = returning_payload(self.facts, back)
+        if payload is None:
+            return
+        sent = short(self.ctx.module.code_for_node(back))
+        for out in flow.sources_in(payload):
+            if out in self._reported or any(out is r for r in nodes(back)):
+                continue
+            self._reported.add(out)
+            self.report(out, f"`{short(self.ctx.module.code_for_node(out))}` copies a device value to the host "
+                             f"every iteration, and `{sent}` sends what is computed from it back; keep the "
+                             "computation on the device")
 
     def _item_back(self, loop, small: cst.AugAssign, flow: IterationFlow) -> None:
         """``seen += m.sum().item()`` into a device tensor: read to the host and sent back."""

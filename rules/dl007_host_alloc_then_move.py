@@ -6,7 +6,7 @@ import libcst as cst
 from devlint.analysis.checkpoints import is_test_module
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
+from devlint.facts import CONTAINER, DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
 from devlint.analysis.accumulators import short
 from devlint.analysis.hostflow import LEGACY_DTYPES, host_build, int_valued, legacy_type
 from devlint.fixes import choose_device, composed_replacements, legacy_fill_call
@@ -311,7 +311,10 @@ class HostAllocThenMove(Rule):
         a value built on the host from device-less factories (``hostflow.host_build``), copied
         as a whole: each factory can build on the device."""
         b = host_build(self.facts, expr)
-        if b is None or (b.random and (len(b.factories) + len(b.legacy) > 1
+        if b is None or any(self.facts.kind_of(op, self.t.scope, self.t.cls) in (TENSOR, PARAM, CONTAINER)
+                            for op in b.operands):
+            return  # combined with a tensor: that one has to travel too
+        if (b.random and (len(b.factories) + len(b.legacy) > 1
                                        or is_test_module(self.ctx.filename, self.ctx.module))):
             return  # two random draws combined: both would change; test inputs drawn on the host on purpose
         choice, keep_move = None, False

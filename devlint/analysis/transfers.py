@@ -111,6 +111,7 @@ def host_flow(facts, expr: cst.BaseExpression, source: Callable[[cst.CSTNode], b
         f = expr.func
         q = facts.qualname(f) or ""
         known = q.startswith(_HOST_MODULES) or q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy") or (
+            q.startswith("torch.") and q[6:] in DATA_TYPES and len(expr.args) == 1) or (
             isinstance(f, cst.Name) and f.value in _HOST_BUILTINS and f.value not in facts.bound_names)
         if known:
             return any(host_flow(facts, a.value, source, host) for a in expr.args)
@@ -251,12 +252,33 @@ class IterationFlow:
     host name to the ``.item()`` it was read with. Feed the simple statements in source
     order to ``step``."""
 
-    def __init__(self, facts, is_module: Callable[[cst.BaseExpression], bool]) -> None:
+    def __init__(self, facts, is_module: Callable[[cst.BaseExpression], bool], body: Optional[cst.CSTNode] = None) -> None:
         self.facts, self.is_module = facts, is_module
-        self.device: set = set()
+        # `h *= mask.cuda()` in the loop: `h` is on the device whenever the loop uses it (an
+        # in-place op cannot change its device), even where an unknown call binds it
+        self.pinned: set = set() if body is None else {
+            n.target.value for n in nodes(body) if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name)
+            and any(is_move(facts, m) for m in nodes(n.value))}
+        self.device: set = set(self.pinned)
         self.host: set = set()
         self.scalars: dict = {}
         self.offloaded: set = set()  # `w = w.to("cpu")`: a tensor parked on the host
+        self.origins: dict = {}  # host name -> the device->host reads its value was computed from
+
+    def sources_in(self, expr: cst.CSTNode) -> list:
+        """The device->host reads (outermost calls: ``d.cpu().numpy()``) that ``expr`` is computed
+        from in this iteration: its own, and those of the host names it reads."""
+        out: list = []
+        stack = [expr]
+        while stack:
+            n = stack.pop()
+            if self.source(n):
+                out.append(n)
+                continue
+            if isinstance(n, cst.Name) and n.value in self.host:
+                out.extend(o for o in self.origins.get(n.value, ()) if o not in out)
+            stack.extend(reversed(children(n, trivia=False)))
+        return out
 
     def on_device(self, expr: cst.CSTNode) -> bool:
         """Evidence that ``expr`` lives on the device in this iteration."""
@@ -278,7 +300,7 @@ class IterationFlow:
         return host_flow(self.facts, payload, self.source, self.host)
 
     def _device_value(self, expr) -> bool:
-        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and self.is_module(n.func)
+        if any(isinstance(n, cst.Call) and isinstance(n.func, (cst.Name, cst.Attribute)) and self.is_module(n.func)
                for n in nodes(expr)):
             return True
         return self.on_device(expr)
@@ -287,6 +309,13 @@ class IterationFlow:
         value = getattr(small, "value", None)
         if isinstance(small, cst.Assign):
             targets = set().union(*(target_names(t.target) for t in small.targets))
+            for t in small.targets:  # `mask[sel] = normalizer`: host data written into a host array
+                base = t.target.value if isinstance(t.target, cst.Subscript) else None
+                if isinstance(base, cst.Name) and base.value not in self.device \
+                        and host_flow(self.facts, small.value, self.source, self.host):
+                    self.host.add(base.value)
+                    self.origins[base.value] = [*self.origins.get(base.value, ()),
+                                                *self.sources_in(small.value)]
         elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
             targets = target_names(small.target)
         else:
@@ -298,17 +327,23 @@ class IterationFlow:
             self.offloaded |= targets
         if host_flow(self.facts, value, self.source, self.host) and not (
                 isinstance(value, cst.BinaryOperation) and self._device_value(value)):
+            found = self.sources_in(value)
+            for t in targets:
+                self.origins[t] = [*self.origins.get(t, ()), *found] if isinstance(small, cst.AugAssign) else found
             self.host |= targets
             self.device -= targets
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                     and value.func.attr.value == "item" and len(targets) == 1:
                 self.scalars[next(iter(targets))] = value
+        elif isinstance(value, cst.Call) and (self.facts.qualname(value.func) or "").startswith("numpy."):
+            self.host -= targets  # fresh host data (`np.ones(h.size())`), read from no device value
+            self.device -= targets
         elif self._device_value(value):
             self.device |= targets
             self.host -= targets
         else:
             self.host -= targets
-            self.device -= targets
+            self.device -= targets - self.pinned
         if not isinstance(small, cst.AugAssign):
             for t in targets - self.host:
                 self.scalars.pop(t, None)
