@@ -7,12 +7,13 @@ import libcst as cst
 from devlint.analysis.accumulators import arith_path, count_name, short
 from devlint.analysis.loops import (bindings, bound_from, direct_statement, hoist, hoisted_name, loop_bindings,
                                     occasional_nodes, reuse_hazard, simple_statements)
-from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, device_target, escapes,
+from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, computed_tensor, device_target,
+                                        element_reads, escapes, works_on_device,
                                         invariant_build, is_move, placed_on_device, returning_payload,
                                         tensor_type_aliases)
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR
-from devlint.fixes import device_draw, numpy_round_trip_fix
+from devlint.fixes import device_draw, method_call, numpy_round_trip_fix
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.walk import nodes
 
@@ -37,7 +38,11 @@ class LoopTransfer(Rule):
     data every iteration only to be moved (`torch.tensor([0.2, 0.8]).cuda()`,
     `torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()`); and host noise or labels drawn with NumPy
     through a tensor type alias (`Tensor = torch.cuda.FloatTensor if cuda else
-    torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`). Not reported: moving the
+    torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`); and one element of a
+    loop-invariant device tensor read per iteration of `for i in range(...)`
+    (`k = ks[i].item()`, `ks` computed with torch in a loop that works on device values).
+    A round trip is reported at both ends: where the value leaves the device and where
+    it comes back. Not reported: moving the
     fresh batch (`x = x.to(device)`), work under a periodic or first-iteration branch
     (`if step % 100 == 0:`, `if i == 0:`), `.item()` after the loop or for logging, and a
     host value passed through a function devlint cannot see into (it may need the host).
@@ -88,13 +93,18 @@ class LoopTransfer(Rule):
     `x.item()` added into a device tensor becomes `x.detach()` (unsafe: a 0-dim tensor can
     promote dtypes differently from a Python number). NumPy noise through a type alias
     becomes `torch.randn`/`torch.rand`/`torch.randint(..., device=...)` on the alias's
-    device (unsafe: another random stream). Other round trips are reported without a fix.
+    device (unsafe: another random stream). `ks[i].item()` becomes `ks_list[i]` with
+    `ks_list = ks.tolist()` above the loop (unsafe: the same values only for a 1-D `ks`).
+    Other round trips, and the outbound half of every round trip, are reported without a fix.
     """
 
     code = "DL003"
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # elements of a tensor built from host data: no copy per element
+        "import torch\ndevice = torch.device('cpu')\nks = torch.tensor([1, 2, 3])\n"
+        "out = torch.zeros(3, 4, device=device)\nfor i in range(3):\n    out[i, : ks[i].item()] = 1\n",
         # the fresh batch must be moved every iteration
         "import torch\ndevice = torch.device('cpu')\nfor x in [torch.ones(2)]:\n    x = x.to(device)\n",
         # .item() for logging only never returns to the device
@@ -137,6 +147,14 @@ class LoopTransfer(Rule):
         "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nfor batch in [[1.0, 2.0]]:\n    valid = Tensor(4, 1).fill_(1.0)\n    x = Tensor(np.array(batch))\n",
     ]
     INVALID = [
+        # one element of a device tensor read per iteration
+        Invalid(
+            "import torch\ndevice = torch.device('cpu')\nks = torch.ones(3, device=device).int()\n"
+            "out = torch.zeros(3, 4, device=device)\nfor i in range(3):\n    out[i, : ks[i].item()] = 1\n",
+            "import torch\ndevice = torch.device('cpu')\nks = torch.ones(3, device=device).int()\n"
+            "out = torch.zeros(3, 4, device=device)\nks_list = ks.tolist()\nfor i in range(3):\n    out[i, : ks_list[i]] = 1\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\ndevice = torch.device('cpu')\nmodel = nn.Linear(2, 2)\n"
             "for i in range(3):\n    model.to(device)\n    y = model(torch.ones(2))\n",
@@ -263,6 +281,7 @@ class LoopTransfer(Rule):
         bound_list, mutated = loop_bindings(loop)
         self._round_trips(loop, skip)
         self._invariant_moves(loop, set(bound_list), bound_list, mutated, skip)
+        self._element_reads(loop, set(bound_list), mutated, skip)
         self._alias_draws(loop, skip)
 
     # ---- invariant moves and invariant host builds -------------------------------------
@@ -362,6 +381,35 @@ class LoopTransfer(Rule):
             msg += f" (unsafe: {reasons[0]})"
         applic = Applicability.UNSAFE if reasons else Applicability.SAFE
         return Fix(applic, msg, {loop: hoist(loop, moved, inline, new_stmt)})
+
+    # ---- one element of a loop-invariant device tensor read per iteration ---------------------
+    def _element_reads(self, loop, bound, mutated, skip) -> None:
+        scope, cls = self.t.scope, self.t.cls
+        root = scope.body if scope is not None else self.ctx.module
+        reads = [r for r in element_reads(self.facts, loop, bound, mutated) if r[0] not in self._reported
+                 and r[0] not in skip and self.facts.kind_of(r[0].func.value.value, scope, cls) == TENSOR]
+        if not reads or not works_on_device(self.facts, root, loop):
+            return
+        by_name: dict = {}
+        for call, t, i in reads:
+            by_name.setdefault(t, []).append((call, i))
+        for t, items in by_name.items():
+            if not computed_tensor(self.facts, root, t, loop, scope, cls):
+                continue  # built from host data, or read back already: no transfer per element
+            new = self._new_name(f"{t}_list")
+            inline = {call: cst.Subscript(cst.Name(new), [cst.SubscriptElement(cst.Index(cst.Name(i)))])
+                      for call, i in items}
+            assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(new))],
+                                                         method_call(cst.Name(t), "tolist"))])
+            reasons = [f"`{t}[{items[0][1]}]` must be one element of a 1-D `{t}`",
+                       self._escapes(loop.body, lambda v: isinstance(v, cst.Name) and v.value == t)]
+            fix = self._fix(loop, [], inline, f"read `{t}` once with `{new} = {t}.tolist()` above the loop", reasons,
+                            assign)
+            for call, i in items:
+                self._reported.add(call)
+                self.report(call, f"`{t}[{i}].item()` copies one element of the device tensor `{t}` to the host "
+                                  f"every iteration (a synchronising copy each); read it once with `{t}.tolist()` "
+                                  "before the loop", fix)
 
     # ---- round trips ------------------------------------------------------------------------
     def _round_trips(self, loop, skip) -> None:

@@ -163,8 +163,8 @@ def placed_on_device(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode) -> 
                 if n.value is None or not device_built(facts, n.value):
                     return False
                 found = True
-            elif any(name in {x.value for x in nodes(t) if isinstance(x, cst.Name)} for t in tgts):
-                return False  # unpacked: unknown
+            elif any(name in target_names(t) for t in tgts):
+                return False  # unpacked: unknown (`x[i] = v` writes into `x`, wherever it lives)
         elif isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)):
             t = n.asname.name if isinstance(n, cst.WithItem) and n.asname is not None else getattr(n, "target", None)
             if t is not None and name in {x.value for x in nodes(t) if isinstance(x, cst.Name)}:
@@ -353,3 +353,71 @@ def _offload(value: cst.CSTNode) -> bool:
     """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first): a tensor moved, not computed on."""
     return (host_receiver(value) is not None and isinstance(value.func, cst.Attribute)
             and value.func.attr.value in ("cpu", "to"))
+
+
+def element_reads(facts, loop: cst.CSTNode, bound: set, mutated: set) -> list:
+    """``t[i].item()`` in ``for i in range(...)``: one element of ``t``, a name neither rebound
+    nor changed in place in the loop, read to the host every iteration (one ``t.tolist()``
+    before the loop reads them all at once). ``[(call, "t", "i")]``."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call)
+            and isinstance(loop.iter.func, cst.Name) and loop.iter.func.value == "range"
+            and "range" not in facts.bound_names):
+        return []
+    i = loop.target.value
+    out = []
+    for n in nodes(loop.body):
+        if not (type(n) is cst.Call and isinstance(n.func, cst.Attribute) and n.func.attr.value == "item"
+                and not n.args and isinstance(n.func.value, cst.Subscript)):
+            continue
+        sub = n.func.value
+        t = sub.value
+        if not (isinstance(t, cst.Name) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+                and isinstance(sub.slice[0].slice.value, cst.Name) and sub.slice[0].slice.value.value == i):
+            continue
+        if t.value in bound or t.value in mutated or t.value == i:
+            continue
+        out.append((n, t.value, i))
+    return out
+
+
+def works_on_device(facts, root: cst.CSTNode, loop: cst.CSTNode) -> bool:
+    """The loop computes with device values: it moves one, builds one with ``device=``, or
+    reads a name that ``root`` binds (outside the loop) only to device values."""
+    names = set()
+    for n in nodes(loop.body):
+        if is_move(facts, n) or (isinstance(n, cst.Call) and device_target(facts, n, keyword_only=True) is not None):
+            return True
+        if isinstance(n, cst.Name):
+            names.add(n.value)
+    return any(placed_on_device(facts, root, name, loop) for name in sorted(names))
+
+
+def computed_tensor(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode, scope=None, cls=None) -> bool:
+    """Every binding of ``name`` under ``root`` (outside ``loop``) computes it with torch (a
+    ``torch.*`` function or a tensor method), never builds it from host data or reads it
+    back (``torch.tensor(...)``, factories without ``device=``, ``.cpu()``, NumPy)."""
+    found = False
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is loop or (n is not root and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))):
+            continue
+        if isinstance(n, cst.Assign) and any(name in target_names(t.target) for t in n.targets):
+            v = n.value
+            if not (len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) and isinstance(v, cst.Call)):
+                return False
+            p = facts.placement_of(v, scope, cls)[0]
+            if p == "host" or any(host_receiver(x) is not None for x in nodes(v)):
+                return False
+            q = facts.qualname(v.func) or ""
+            if not (q.startswith("torch.") or (isinstance(v.func, cst.Attribute) and not q)):
+                return False
+            if q.rsplit(".", 1)[-1] in BUILDERS or q.rsplit(".", 1)[-1] in DATA_TYPES:
+                return False
+            found = True
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr)):
+            t = n.asname.name if isinstance(n, cst.WithItem) and n.asname is not None else getattr(n, "target", None)
+            if t is not None and name in target_names(t):
+                return False
+        stack.extend(children(n, trivia=False))
+    return found
