@@ -311,7 +311,7 @@ class IterationFlow:
             targets = set().union(*(target_names(t.target) for t in small.targets))
             for t in small.targets:  # `mask[sel] = normalizer`: host data written into a host array
                 base = t.target.value if isinstance(t.target, cst.Subscript) else None
-                if isinstance(base, cst.Name) and base.value not in self.device \
+                if isinstance(base, cst.Name) and base.value not in self.device and not _offload(small.value) \
                         and host_flow(self.facts, small.value, self.source, self.host):
                     self.host.add(base.value)
                     self.origins[base.value] = [*self.origins.get(base.value, ()),
@@ -349,8 +349,17 @@ class IterationFlow:
                 self.scalars.pop(t, None)
 
 
+_COPY_METHODS = frozenset({"clone", "detach", "contiguous"})
+
+
 def _offload(value: cst.CSTNode) -> bool:
-    """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first): a tensor moved, not computed on."""
+    """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first, ``.clone()``-d or cast
+    after: ``obs.cpu().clone().to(torch.uint8)``): a tensor moved, not computed on."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+            value.func.attr.value in _COPY_METHODS or value.func.attr.value in DTYPE_METHODS
+            or (value.func.attr.value == "to" and host_receiver(value) is None)) \
+            and isinstance(value.func.value, cst.Call):
+        value = value.func.value
     return (host_receiver(value) is not None and isinstance(value.func, cst.Attribute)
             and value.func.attr.value in ("cpu", "to"))
 
