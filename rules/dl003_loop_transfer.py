@@ -9,11 +9,11 @@ from devlint.analysis.loops import (bindings, bound_from, direct_statement, hois
                                     occasional_nodes, reuse_hazard, simple_statements)
 from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, computed_tensor, device_target,
                                         element_reads, escapes, works_on_device,
-                                        invariant_build, is_move, placed_on_device, returning_payload,
+                                        invariant_build, is_move, placed_on_device, returning_payload, scalar_payload,
                                         tensor_type_aliases)
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR
-from devlint.fixes import device_draw, method_call, numpy_round_trip_fix
+from devlint.fixes import device_draw, method_call, numpy_round_trip_fix, one_hot_fix, scalar_fill_fix
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.walk import nodes
 
@@ -95,6 +95,13 @@ class LoopTransfer(Rule):
     becomes `torch.randn`/`torch.rand`/`torch.randint(..., device=...)` on the alias's
     device (unsafe: another random stream). `ks[i].item()` becomes `ks_list[i]` with
     `ks_list = ks.tolist()` above the loop (unsafe: the same values only for a 1-D `ks`).
+    A one-element tensor built on the host from a number read with `.item()`
+    (`torch.LongTensor([[v]]).to(d)`, `torch.tensor([[v]], device=d)`, a decoding step's next
+    input) becomes `torch.full((1, 1), v, device=d)` (safe: the same dtype and values, no
+    host tensor and no copy). A one-hot built in NumPy from labels read back
+    (`torch.from_numpy(np.eye(c)[y.cpu().numpy()]).float().to(d)`) becomes
+    `torch.nn.functional.one_hot(y, c).float()` (unsafe: `one_hot` wants int64 labels in
+    range; NumPy indexing takes any integer).
     Other round trips, and the outbound half of every round trip, are reported without a fix.
     """
 
@@ -423,9 +430,13 @@ class LoopTransfer(Rule):
                 for n in nodes(small):  # data coming back to the device
                     if n not in self._reported and flow.returning_host(n):
                         self._reported.add(n)
+                        fix = numpy_round_trip_fix(self.facts, n, flow.on_device) \
+                            or one_hot_fix(self.facts, n, flow.on_device)
+                        one = scalar_payload(self.facts, n, flow.scalars) if fix is None else None
+                        if one is not None:
+                            fix = scalar_fill_fix(self.facts, n, one)
                         self.report(n, "device value goes to the host and comes back to the device every "
-                                       "iteration; keep the computation on the device",
-                                    numpy_round_trip_fix(self.facts, n, flow.on_device))
+                                       "iteration; keep the computation on the device", fix)
                         self._outbound(n, flow)
                 if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and any(
                         n in flow.scalars or n == "item" for n in names_in(small.value)) and (

@@ -99,7 +99,10 @@ def host_flow(facts, expr: cst.BaseExpression, source: Callable[[cst.CSTNode], b
         return host_flow(facts, expr.left, source, host) or host_flow(facts, expr.right, source, host)
     if isinstance(expr, cst.UnaryOperation):
         return host_flow(facts, expr.expression, source, host)
-    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+    if isinstance(expr, cst.Subscript):  # `np.eye(c)[y.cpu().numpy()]`: indexed by a host value
+        return host_flow(facts, expr.value, source, host) or any(
+            isinstance(e.slice, cst.Index) and host_flow(facts, e.slice.value, source, host) for e in expr.slice)
+    if isinstance(expr, cst.Attribute):
         return host_flow(facts, expr.value, source, host)
     if isinstance(expr, (cst.Tuple, cst.List)):
         return any(host_flow(facts, e.value, source, host) for e in expr.elements)
@@ -430,3 +433,38 @@ def computed_tensor(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode, scop
                 return False
         stack.extend(children(n, trivia=False))
     return found
+
+
+def scalar_payload(facts, node: cst.Call, scalars: dict) -> Optional[tuple]:
+    """``torch.LongTensor([[v]]).to(d)`` / ``torch.tensor([[v]], device=d)`` with ``v`` a Python
+    number read with ``.item()`` (a name in ``scalars`` or the call itself): a tensor of one
+    element built on the host to carry ``v`` to the device. ``(dims, v, legacy type or None,
+    device, dtype keyword or None)``; None for anything else."""
+    if is_move(facts, node) and isinstance(node.func.value, cst.Call) and node.func.attr.value == "to" \
+            and len(node.args) == 1 and node.args[0].keyword is None:
+        build, dev = node.func.value, node.args[0].value
+    else:
+        build, dev = node, device_target(facts, node, keyword_only=True)
+        if dev is None:
+            return None
+    q = facts.qualname(build.func) or ""
+    kind = q[6:] if q.startswith("torch.") and q.count(".") == 1 else ""
+    if kind not in ("tensor", "LongTensor", "FloatTensor", "DoubleTensor", "IntTensor"):
+        return None
+    extra = [a for a in build.args[1:] if not (a.keyword is not None and a.keyword.value in ("device", "dtype"))]
+    if not build.args or build.args[0].keyword is not None or extra or any(a.star for a in build.args):
+        return None
+    if kind != "tensor" and len(build.args) != 1:
+        return None
+    data, dims = build.args[0].value, 0
+    while isinstance(data, (cst.List, cst.Tuple)) and len(data.elements) == 1 \
+            and not isinstance(data.elements[0], cst.StarredElement):
+        data, dims = data.elements[0].value, dims + 1
+    if dims == 0:
+        return None  # `torch.tensor(v)`: a 0-dim tensor (`torch.full((), v)` saves little)
+    item = isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value == "item" \
+        and not data.args
+    if not (item or (isinstance(data, cst.Name) and data.value in scalars)):
+        return None
+    dtype = next((a.value for a in build.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+    return dims, data, (None if kind == "tensor" else kind), dev, dtype
