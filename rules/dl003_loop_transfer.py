@@ -256,6 +256,7 @@ class LoopTransfer(Rule):
         # are analysed (most loops hold none)
         self._moving_loops: set = set()
         self._type_aliases: Optional[dict] = None
+        self._inferred: set = set()  # moves whose receiver is a tensor by what the moved copy is used for
 
     def _aliases(self) -> dict:
         if self._type_aliases is None:
@@ -308,6 +309,9 @@ class LoopTransfer(Rule):
                 if recv.value in bound or recv.value in mutated:
                     continue
                 kind = self.facts.kind_of(recv, scope, cls)
+                if kind is None and self._moved_into_tensor(loop, n, scope, cls):
+                    kind = TENSOR  # `w = class_weights.to(device)`, `w` a loss's weights: a tensor
+                    self._inferred.add(n)
                 if kind not in (TENSOR, PARAM, MODULE):
                     continue
             elif isinstance(recv, cst.Call) and invariant_build(self.facts, recv, bound):
@@ -331,7 +335,9 @@ class LoopTransfer(Rule):
         for n, *_ in items:
             self._reported.add(n)
         stmts = [direct_statement(loop, n) for n, *_ in items]
-        reasons = ["an nn.Parameter changes every optimizer step" if kind == PARAM else None]
+        reasons = ["an nn.Parameter changes every optimizer step" if kind == PARAM else None,
+                   f"`{self.ctx.module.code_for_node(recv)}` may be an nn.Parameter, which changes every optimizer step"
+                   if node in self._inferred else None]
         if isinstance(recv, cst.Name):
             reasons.append(reuse_hazard(body, recv.value, kind == MODULE, [i[0] for i in items]))
         st = stmts[0] if len(items) == 1 else None
@@ -366,6 +372,14 @@ class LoopTransfer(Rule):
         # build on the host and copy, so it saves nothing)
         for n, *_ in items:
             self.report(n, what, fix)
+
+    def _moved_into_tensor(self, loop, move: cst.Call, scope, cls) -> bool:
+        """``y = x.to(device)``, a statement of the loop's own body, with ``y`` used as a tensor."""
+        st = direct_statement(loop, move)
+        small = st.body[0] if st is not None else None
+        return (isinstance(small, cst.Assign) and small.value is move and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and self.facts.kind_of(small.targets[0].target, scope, cls) == TENSOR)
 
     def _new_name(self, base: str) -> str:
         used = self.facts.bound_names | set(self.facts.aliases) | self._new_names

@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from devlint.analysis.hostflow import SHAPE_METHODS
 from devlint.analysis.loops import target_names
 from devlint.facts import call_arg, dotted, is_cuda_string, string_value
 from devlint.walk import children, nodes, statements
@@ -217,9 +218,12 @@ def tensor_type_aliases(facts, module: cst.Module) -> dict:
 def invariant_build(facts, call: cst.Call, bound: set) -> bool:
     """``torch.tensor([0.2, 0.8])`` / ``torch.Tensor([[0.1, 0.2]]).float()``: a host tensor
     built from data that reads no name in ``bound`` and calls nothing unknown."""
-    while (isinstance(call.func, cst.Attribute) and call.func.attr.value in DTYPE_METHODS
-           and not call.args and isinstance(call.func.value, cst.Call)):
-        call = call.func.value  # `torch.tensor([rank]).float().cuda()`
+    while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call) and (
+            (call.func.attr.value in DTYPE_METHODS and not call.args)
+            or (call.func.attr.value in SHAPE_METHODS and not facts.qualname(call.func) and all(
+                a.keyword is None and not a.star and not any(isinstance(x, cst.Call) or (
+                    isinstance(x, cst.Name) and x.value in bound) for x in nodes(a.value)) for a in call.args))):
+        call = call.func.value  # `torch.tensor([rank]).float().cuda()`, `torch.tensor(MEAN).view(3, 1, 1)`
     q = facts.qualname(call.func)
     if q is None or q.count(".") != 1 or not call.args or call_arg(call, None, "device") is not None:
         return False
