@@ -26,7 +26,7 @@ import libcst as cst
 
 from devlint.analysis.usage import MOVES, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, dotted
-from devlint.syntax import bound_names, own_params
+from devlint.syntax import bound_names, factory_takes_device, own_params
 from devlint.walk import nodes
 
 _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "tuple", "list", "Tuple", "List", "Sequence",
@@ -498,7 +498,6 @@ class HostBuild:
 
 def _factory(facts, call: cst.Call) -> Optional[str]:
     """``torch.zeros(...)`` with no device and nothing that pins it to the host: its name."""
-    from devlint.syntax import factory_takes_device
     q = facts.qualname(call.func)
     if q is None or not q.startswith("torch.") or q.count(".") != 1:
         return None
