@@ -325,6 +325,31 @@ def legacy_type_call(call: cst.Call, factory: str, torch_name: str, dtype: str,
     return cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=new_args)
 
 
+def legacy_fill_call(ctor: cst.Call, value: Optional[cst.BaseExpression], dtype: Optional[str],
+                     device: cst.BaseExpression) -> Optional[cst.Call]:
+    """``torch.LongTensor(b, n).fill_(0)`` -> ``torch.zeros(b, n, dtype=torch.int64, device=d)``
+    (``fill_(1)``: ``ones``; ``fill_(v)``: ``full((b, n), v, ...)``; ``zero_()``: ``zeros``); None
+    when the constructor is not reached through the torch module (``from torch import LongTensor``)."""
+    if not isinstance(ctor.func, cst.Attribute):
+        return None
+    torch_mod = ctor.func.value
+    number = value.value if isinstance(value, (cst.Integer, cst.Float)) else None
+    sizes = [a.value for a in ctor.args]
+    if value is None or number in ("0", "0.0", "0."):
+        factory, args = "zeros", [cst.Arg(s) for s in sizes]
+    elif number in ("1", "1.0", "1."):
+        factory, args = "ones", [cst.Arg(s) for s in sizes]
+    else:
+        shape = cst.Tuple([cst.Element(s) for s in sizes]) if len(sizes) > 1 else \
+            cst.Tuple([cst.Element(sizes[0], comma=cst.Comma(whitespace_after=cst.SimpleWhitespace("")))])
+        factory, args = "full", [cst.Arg(shape), cst.Arg(value)]
+    args = [a.with_changes(comma=_arg_comma()) for a in args]
+    if dtype is not None:
+        args.append(_keyword("dtype", cst.Attribute(torch_mod, cst.Name(dtype)), _arg_comma()))
+    args.append(_keyword("device", device))
+    return cst.Call(func=ctor.func.with_changes(attr=cst.Name(factory)), args=args)
+
+
 # ---- DL003's rewrites of host round trips (the questions: devlint.analysis.numpy_ops / transfers) ----
 
 def device_draw(facts, call: cst.Call, q: str, kind: str, test) -> Optional[Fix]:
@@ -403,6 +428,65 @@ def numpy_round_trip_fix(facts, node: cst.Call, on_device: Callable) -> Optional
         return None  # a host value left: not a one-to-one rewrite
     return Fix(Applicability.UNSAFE, f"use `{t}.{op}` on the device instead of `{q}` on the host",
                {node: new}, needs_torch_import=needs)
+
+
+def scalar_fill_fix(facts, node: cst.Call, found: tuple) -> Fix:
+    """``torch.LongTensor([[v]]).to(d)`` -> ``torch.full((1, 1), v, dtype=torch.int64, device=d)``:
+    one element filled on the device from the Python number (``transfers.scalar_payload``),
+    no host tensor and no copy. Safe: ``torch.full`` infers the dtype of a Python number as
+    ``torch.tensor`` does (int64, the default float dtype, bool)."""
+    from devlint.analysis.hostflow import LEGACY_DTYPES
+    dims, value, legacy, device, dtype = found
+    t, needs = torch_ref(facts)
+    one = [cst.Element(cst.Integer("1"), comma=_arg_comma()) for _ in range(dims - 1)]
+    last = cst.Element(cst.Integer("1"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(""))
+                       if dims == 1 else cst.MaybeSentinel.DEFAULT)
+    args = [cst.Arg(cst.Tuple([*one, last]), comma=_arg_comma()), cst.Arg(value, comma=_arg_comma())]
+    if dtype is not None:
+        args.append(_keyword("dtype", dtype, _arg_comma()))
+    elif legacy is not None:
+        args.append(_keyword("dtype", cst.parse_expression(f"{t}.{LEGACY_DTYPES[legacy]}"), _arg_comma()))
+    args.append(_keyword("device", device))
+    new = cst.Call(func=cst.parse_expression(f"{t}.full"), args=args)
+    return Fix(Applicability.SAFE, f"fill it on the device: `{t}.full(...)` (no host tensor, no copy)",
+               {node: new}, needs_torch_import=needs)
+
+
+_FLOAT_CASTS = frozenset({"float", "double", "half"})
+
+
+def one_hot_fix(facts, node: cst.Call, on_device: Callable) -> Optional[Fix]:
+    """``torch.from_numpy(np.eye(c)[y.cpu().numpy()]).float().to(d)`` -> ``torch.nn.functional
+    .one_hot(y, c).float()``: the one-hot built on the device from the labels, cast as the host
+    build was (``np.eye`` is float64). Unsafe: ``one_hot`` wants int64 labels in ``[0, c)``
+    where NumPy indexing takes any integer (and counts negatives from the end)."""
+    if not (is_move(facts, node) and isinstance(node.func.value, cst.Call)) or len(node.args) != 1:
+        return None
+    build, cast = node.func.value, None
+    if isinstance(build.func, cst.Attribute) and build.func.attr.value in _FLOAT_CASTS and not build.args \
+            and isinstance(build.func.value, cst.Call):
+        cast, build = build.func.attr.value, build.func.value
+    q = facts.qualname(build.func) or ""
+    if q not in ("torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.FloatTensor", "torch.DoubleTensor") \
+            or len(build.args) != 1 or build.args[0].keyword is not None:
+        return None
+    cast = cast or {"torch.FloatTensor": "float"}.get(q, "double")
+    sub = build.args[0].value
+    if not (isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+            and isinstance(sub.value, cst.Call) and facts.qualname(sub.value.func) == "numpy.eye"
+            and len(sub.value.args) == 1 and sub.value.args[0].keyword is None):
+        return None
+    found: list = []
+    labels = sub.slice[0].slice.value.visit(_StripHost(on_device, found))
+    if not found or any(host_receiver(n) is not None for n in nodes(labels)):
+        return None
+    t, needs = torch_ref(facts)
+    one_hot = cst.Call(func=cst.parse_expression(f"{t}.nn.functional.one_hot"),
+                       args=[cst.Arg(labels, comma=_arg_comma()), cst.Arg(sub.value.args[0].value)])
+    new = method_call(one_hot, cast)
+    return Fix(Applicability.UNSAFE, "build the one-hot on the device with `one_hot` (unsafe: it wants int64 "
+                                     "labels in range, NumPy indexing takes any integer)", {node: new},
+               needs_torch_import=needs)
 
 
 class _StripHost(cst.CSTTransformer):

@@ -4,14 +4,16 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.accumulators import arith_path, count_name
+from devlint.analysis.accumulators import arith_path, count_name, short
 from devlint.analysis.loops import (bindings, bound_from, direct_statement, hoist, hoisted_name, loop_bindings,
                                     occasional_nodes, reuse_hazard, simple_statements)
-from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, device_target, escapes,
-                                        invariant_build, is_move, placed_on_device, tensor_type_aliases)
+from devlint.analysis.transfers import (BUILDERS, MOVE_METHODS, IterationFlow, computed_tensor, device_target,
+                                        element_reads, escapes, works_on_device,
+                                        invariant_build, is_move, placed_on_device, returning_payload, scalar_payload,
+                                        tensor_type_aliases)
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR
-from devlint.fixes import device_draw, numpy_round_trip_fix
+from devlint.fixes import device_draw, method_call, numpy_round_trip_fix, one_hot_fix, scalar_fill_fix
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.walk import nodes
 
@@ -36,7 +38,11 @@ class LoopTransfer(Rule):
     data every iteration only to be moved (`torch.tensor([0.2, 0.8]).cuda()`,
     `torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()`); and host noise or labels drawn with NumPy
     through a tensor type alias (`Tensor = torch.cuda.FloatTensor if cuda else
-    torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`). Not reported: moving the
+    torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`); and one element of a
+    loop-invariant device tensor read per iteration of `for i in range(...)`
+    (`k = ks[i].item()`, `ks` computed with torch in a loop that works on device values).
+    A round trip is reported at both ends: where the value leaves the device and where
+    it comes back. Not reported: moving the
     fresh batch (`x = x.to(device)`), work under a periodic or first-iteration branch
     (`if step % 100 == 0:`, `if i == 0:`), `.item()` after the loop or for logging, and a
     host value passed through a function devlint cannot see into (it may need the host).
@@ -87,13 +93,25 @@ class LoopTransfer(Rule):
     `x.item()` added into a device tensor becomes `x.detach()` (unsafe: a 0-dim tensor can
     promote dtypes differently from a Python number). NumPy noise through a type alias
     becomes `torch.randn`/`torch.rand`/`torch.randint(..., device=...)` on the alias's
-    device (unsafe: another random stream). Other round trips are reported without a fix.
+    device (unsafe: another random stream). `ks[i].item()` becomes `ks_list[i]` with
+    `ks_list = ks.tolist()` above the loop (unsafe: the same values only for a 1-D `ks`).
+    A one-element tensor built on the host from a number read with `.item()`
+    (`torch.LongTensor([[v]]).to(d)`, `torch.tensor([[v]], device=d)`, a decoding step's next
+    input) becomes `torch.full((1, 1), v, device=d)` (safe: the same dtype and values, no
+    host tensor and no copy). A one-hot built in NumPy from labels read back
+    (`torch.from_numpy(np.eye(c)[y.cpu().numpy()]).float().to(d)`) becomes
+    `torch.nn.functional.one_hot(y, c).float()` (unsafe: `one_hot` wants int64 labels in
+    range; NumPy indexing takes any integer).
+    Other round trips, and the outbound half of every round trip, are reported without a fix.
     """
 
     code = "DL003"
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # elements of a tensor built from host data: no copy per element
+        "import torch\ndevice = torch.device('cpu')\nks = torch.tensor([1, 2, 3])\n"
+        "out = torch.zeros(3, 4, device=device)\nfor i in range(3):\n    out[i, : ks[i].item()] = 1\n",
         # the fresh batch must be moved every iteration
         "import torch\ndevice = torch.device('cpu')\nfor x in [torch.ones(2)]:\n    x = x.to(device)\n",
         # .item() for logging only never returns to the device
@@ -136,6 +154,14 @@ class LoopTransfer(Rule):
         "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nfor batch in [[1.0, 2.0]]:\n    valid = Tensor(4, 1).fill_(1.0)\n    x = Tensor(np.array(batch))\n",
     ]
     INVALID = [
+        # one element of a device tensor read per iteration
+        Invalid(
+            "import torch\ndevice = torch.device('cpu')\nks = torch.ones(3, device=device).int()\n"
+            "out = torch.zeros(3, 4, device=device)\nfor i in range(3):\n    out[i, : ks[i].item()] = 1\n",
+            "import torch\ndevice = torch.device('cpu')\nks = torch.ones(3, device=device).int()\n"
+            "out = torch.zeros(3, 4, device=device)\nks_list = ks.tolist()\nfor i in range(3):\n    out[i, : ks_list[i]] = 1\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\ndevice = torch.device('cpu')\nmodel = nn.Linear(2, 2)\n"
             "for i in range(3):\n    model.to(device)\n    y = model(torch.ones(2))\n",
@@ -230,6 +256,7 @@ class LoopTransfer(Rule):
         # are analysed (most loops hold none)
         self._moving_loops: set = set()
         self._type_aliases: Optional[dict] = None
+        self._inferred: set = set()  # moves whose receiver is a tensor by what the moved copy is used for
 
     def _aliases(self) -> dict:
         if self._type_aliases is None:
@@ -262,6 +289,7 @@ class LoopTransfer(Rule):
         bound_list, mutated = loop_bindings(loop)
         self._round_trips(loop, skip)
         self._invariant_moves(loop, set(bound_list), bound_list, mutated, skip)
+        self._element_reads(loop, set(bound_list), mutated, skip)
         self._alias_draws(loop, skip)
 
     # ---- invariant moves and invariant host builds -------------------------------------
@@ -281,6 +309,9 @@ class LoopTransfer(Rule):
                 if recv.value in bound or recv.value in mutated:
                     continue
                 kind = self.facts.kind_of(recv, scope, cls)
+                if kind is None and self._moved_into_tensor(loop, n, scope, cls):
+                    kind = TENSOR  # `w = class_weights.to(device)`, `w` a loss's weights: a tensor
+                    self._inferred.add(n)
                 if kind not in (TENSOR, PARAM, MODULE):
                     continue
             elif isinstance(recv, cst.Call) and invariant_build(self.facts, recv, bound):
@@ -304,7 +335,9 @@ class LoopTransfer(Rule):
         for n, *_ in items:
             self._reported.add(n)
         stmts = [direct_statement(loop, n) for n, *_ in items]
-        reasons = ["an nn.Parameter changes every optimizer step" if kind == PARAM else None]
+        reasons = ["an nn.Parameter changes every optimizer step" if kind == PARAM else None,
+                   f"`{self.ctx.module.code_for_node(recv)}` may be an nn.Parameter, which changes every optimizer step"
+                   if node in self._inferred else None]
         if isinstance(recv, cst.Name):
             reasons.append(reuse_hazard(body, recv.value, kind == MODULE, [i[0] for i in items]))
         st = stmts[0] if len(items) == 1 else None
@@ -340,6 +373,14 @@ class LoopTransfer(Rule):
         for n, *_ in items:
             self.report(n, what, fix)
 
+    def _moved_into_tensor(self, loop, move: cst.Call, scope, cls) -> bool:
+        """``y = x.to(device)``, a statement of the loop's own body, with ``y`` used as a tensor."""
+        st = direct_statement(loop, move)
+        small = st.body[0] if st is not None else None
+        return (isinstance(small, cst.Assign) and small.value is move and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and self.facts.kind_of(small.targets[0].target, scope, cls) == TENSOR)
+
     def _new_name(self, base: str) -> str:
         used = self.facts.bound_names | set(self.facts.aliases) | self._new_names
         name, i = base, 2
@@ -362,10 +403,39 @@ class LoopTransfer(Rule):
         applic = Applicability.UNSAFE if reasons else Applicability.SAFE
         return Fix(applic, msg, {loop: hoist(loop, moved, inline, new_stmt)})
 
+    # ---- one element of a loop-invariant device tensor read per iteration ---------------------
+    def _element_reads(self, loop, bound, mutated, skip) -> None:
+        scope, cls = self.t.scope, self.t.cls
+        root = scope.body if scope is not None else self.ctx.module
+        reads = [r for r in element_reads(self.facts, loop, bound, mutated) if r[0] not in self._reported
+                 and r[0] not in skip and self.facts.kind_of(r[0].func.value.value, scope, cls) == TENSOR]
+        if not reads or not works_on_device(self.facts, root, loop):
+            return
+        by_name: dict = {}
+        for call, t, i in reads:
+            by_name.setdefault(t, []).append((call, i))
+        for t, items in by_name.items():
+            if not computed_tensor(self.facts, root, t, loop, scope, cls):
+                continue  # built from host data, or read back already: no transfer per element
+            new = self._new_name(f"{t}_list")
+            inline = {call: cst.Subscript(cst.Name(new), [cst.SubscriptElement(cst.Index(cst.Name(i)))])
+                      for call, i in items}
+            assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(new))],
+                                                         method_call(cst.Name(t), "tolist"))])
+            reasons = [f"`{t}[{items[0][1]}]` must be one element of a 1-D `{t}`",
+                       self._escapes(loop.body, lambda v: isinstance(v, cst.Name) and v.value == t)]
+            fix = self._fix(loop, [], inline, f"read `{t}` once with `{new} = {t}.tolist()` above the loop", reasons,
+                            assign)
+            for call, i in items:
+                self._reported.add(call)
+                self.report(call, f"`{t}[{i}].item()` copies one element of the device tensor `{t}` to the host "
+                                  f"every iteration (a synchronising copy each); read it once with `{t}.tolist()` "
+                                  "before the loop", fix)
+
     # ---- round trips ------------------------------------------------------------------------
     def _round_trips(self, loop, skip) -> None:
         scope, cls = self.t.scope, self.t.cls
-        flow = IterationFlow(self.facts, lambda f: self.facts.kind_of(f, scope, cls) == MODULE)
+        flow = IterationFlow(self.facts, lambda f: self.facts.kind_of(f, scope, cls) == MODULE, loop.body)
         root = scope.body if scope is not None else self.ctx.module
         for st in simple_statements(loop.body):
             if st in skip:
@@ -374,15 +444,36 @@ class LoopTransfer(Rule):
                 for n in nodes(small):  # data coming back to the device
                     if n not in self._reported and flow.returning_host(n):
                         self._reported.add(n)
+                        fix = numpy_round_trip_fix(self.facts, n, flow.on_device) \
+                            or one_hot_fix(self.facts, n, flow.on_device)
+                        one = scalar_payload(self.facts, n, flow.scalars) if fix is None else None
+                        if one is not None:
+                            fix = scalar_fill_fix(self.facts, n, one)
                         self.report(n, "device value goes to the host and comes back to the device every "
-                                       "iteration; keep the computation on the device",
-                                    numpy_round_trip_fix(self.facts, n, flow.on_device))
+                                       "iteration; keep the computation on the device", fix)
+                        self._outbound(n, flow)
                 if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and any(
                         n in flow.scalars or n == "item" for n in names_in(small.value)) and (
                         small.target.value in flow.device
                         or placed_on_device(self.facts, root, small.target.value, loop)):
                     self._item_back(loop, small, flow)
                 flow.step(small)
+
+    def _outbound(self, back: cst.Call, flow: IterationFlow) -> None:
+        """The device->host reads whose values ``back`` sends to the device again: the first
+        half of the round trip, reported where the copy starts (no fix of its own: the rewrite,
+        when there is one, is the return half's)."""
+        payload = returning_payload(self.facts, back)
+        if payload is None:
+            return
+        sent = short(self.ctx.module.code_for_node(back))
+        for out in flow.sources_in(payload):
+            if out in self._reported or any(out is r for r in nodes(back)):
+                continue
+            self._reported.add(out)
+            self.report(out, f"`{short(self.ctx.module.code_for_node(out))}` copies a device value to the host "
+                             f"every iteration, and `{sent}` sends what is computed from it back; keep the "
+                             "computation on the device")
 
     def _item_back(self, loop, small: cst.AugAssign, flow: IterationFlow) -> None:
         """``seen += m.sum().item()`` into a device tensor: read to the host and sent back."""

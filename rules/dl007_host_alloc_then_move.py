@@ -7,8 +7,10 @@ from devlint.analysis.checkpoints import is_test_module
 from devlint.analysis.values import sets_default_device
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
-from devlint.fixes import choose_device
+from devlint.facts import CONTAINER, DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
+from devlint.analysis.accumulators import short
+from devlint.analysis.hostflow import LEGACY_DTYPES, host_build, int_valued, legacy_type
+from devlint.fixes import choose_device, composed_replacements, legacy_fill_call
 from devlint.rule import Invalid, Rule, safe, unsafe
 from devlint.syntax import bound_names, own_params
 from devlint.walk import nodes
@@ -22,7 +24,6 @@ RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 _DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
 # `.to()` keywords that do not change what the folded factory must do
 _HARMLESS_TO_KW = {"non_blocking", "copy"}
-_SCALAR_OPS = (cst.Multiply, cst.Add, cst.Subtract, cst.Divide, cst.FloorDivide)
 
 
 _PLACERS = frozenset({"to", "cuda", "to_empty"})
@@ -78,7 +79,13 @@ class HostAllocThenMove(Rule):
     `torch.ones(n).to(next(m.parameters()).device)`, and `torch.zeros(n).to(x)` for a
     tensor `x`. A `.to(...)` counts only when its argument is evidently a device (a
     device variable or attribute, `<expr>.device`, a device string, `torch.device(...)`,
-    `device=`) or a tensor the file shows to be one: `.to(torch.float16)` is not flagged.
+    `device=`) or a tensor the file shows to be one: `.to(torch.float16)` is not flagged. The moved value
+    may also be a host build as a whole: a factory followed by shape and dtype methods
+    (`torch.arange(n).long().to(d)`, `torch.linspace(...).unsqueeze(1).expand(b, k).to(x)`),
+    a legacy constructor of sizes filled with a number (`torch.LongTensor(b, n).fill_(0)`),
+    arithmetic with numbers (`(torch.eye(n) * c).cuda()`) and elementwise torch functions of
+    such builds (`torch.pow(c * torch.ones(n), torch.arange(n).float())`); a build placed on
+    the CPU copies nothing and is not flagged.
 
     Only factories that *compute* their values (`zeros`, `ones`, `full`, `empty`,
     `arange`, `eye`, `linspace`, `rand*`, ...) are flagged: they can write directly on
@@ -124,7 +131,14 @@ class HostAllocThenMove(Rule):
     factory with `pin_memory=` (a deliberate pinned staging buffer), `out=`,
     `generator=` (a CPU generator cannot draw on a GPU) or `**kwargs` is not flagged,
     nor is a random factory in a test file (inputs drawn on the host have the same
-    values on every device, which is what a test compares).
+    values on every device, which is what a test compares). A whole host build gets
+    `device=` on each of its factories and loses the `.to(device)` (a `.to(x)` of a
+    tensor stays, for its cast); `torch.LongTensor(b, n).fill_(0)` becomes
+    `torch.zeros(b, n, dtype=torch.int64, device=d)` (`ones` / `full` for other
+    numbers). That is unsafe when a name combined with the build could be a host tensor
+    (it would now meet a device tensor), when an elementwise function now computes on
+    the device (it may round differently), and when a legacy constructor's one argument
+    might be data rather than a size.
     """
 
     code = "DL007"
@@ -148,6 +162,11 @@ class HostAllocThenMove(Rule):
         "import torch\nimport numpy as np\nx = torch.from_numpy(np.ones(3)).to('cpu')\n",
         "import torch\nx = torch.zeros_like(torch.ones(2)).to('cpu')\n",
         "import torch\nkw = {}\nx = torch.zeros(3, **kw).to('cpu')\n",
+        # a fill from a value that may be a device tensor; a method taking a tensor; data
+        "import torch\ndef f(v, device):\n    return torch.FloatTensor(3).fill_(v).to(device)\n",
+        "import torch\ndef f(y, device):\n    return torch.ones(3).expand_as(y).to(device)\n",
+        "import torch\ndef f(device):\n    return torch.LongTensor([1, 2]).fill_(0).to(device)\n",
+        # a host build placed on the host: nothing is copied
         "import torch\nx = torch.ones(3).float().to('cpu')\n",
         "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g).to('cpu')\n",
         # the file sets torch's default device to CUDA: the factory allocates there, nothing is copied
@@ -214,6 +233,22 @@ class HostAllocThenMove(Rule):
                 "import torch\nfrom torch import nn\nclass Codec(nn.Module):\n    pass\n"
                 "if __name__ == '__main__':\n    model = Codec().to('cuda')\n    x = torch.randn(1, 16, device=model.device)\n",
                 unsafe=True),
+        # whole host builds: a chain of shape / dtype methods, a filled legacy constructor, `.cuda()` of arithmetic
+        Invalid("import torch\ndef f(end, device):\n    return torch.arange(end).long().to(device)\n",
+                "import torch\ndef f(end, device):\n    return torch.arange(end, device=device).long()\n"),
+        Invalid("import torch\ndef f(x: torch.Tensor, b, k):\n    return torch.linspace(0, b, b).unsqueeze(1).expand(b, k).to(x)\n",
+                "import torch\ndef f(x: torch.Tensor, b, k):\n    return torch.linspace(0, b, b, device=x.device).unsqueeze(1).expand(b, k).to(x)\n"),
+        Invalid("import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.LongTensor(b, 4).fill_(2).to(device)\n",
+                "import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.full((b, 4), 2, dtype=torch.int64, device=device)\n"),
+        Invalid("import torch\ndef f(data, device):\n    return torch.FloatTensor(data).zero_().to(device)\n",
+                "import torch\ndef f(data, device):\n    return torch.zeros(data, dtype=torch.float32, device=device)\n",
+                unsafe=True),
+        Invalid("import torch\ndef f(n, device):\n    return torch.pow(0.4 * torch.ones(n), torch.arange(n).float()).to(device)\n",
+                "import torch\ndef f(n, device):\n    return torch.pow(0.4 * torch.ones(n, device=device), torch.arange(n, device=device).float())\n",
+                unsafe=True),
+        Invalid("import torch\nif torch.cuda.is_available():\n    e = (torch.eye(3) * 0.5).cuda()\n",
+                "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "if torch.cuda.is_available():\n    e = (torch.eye(3, device=device) * 0.5)\n"),
         # a name holding the device of a model's parameters
         Invalid(
             "import torch\ndef f(m, n):\n    d = next(m.parameters()).device\n    return torch.zeros(n).to(d)\n",
@@ -228,13 +263,9 @@ class HostAllocThenMove(Rule):
         if sets_default_device(self.facts):
             return  # `torch.set_default_device(device)`: factories allocate there
         inner = func.value
-        if isinstance(inner, cst.BinaryOperation) and func.attr.value == "to":
-            self._arith_to(node, inner)
-            return
-        if not isinstance(inner, cst.Call):
-            return
-        q = self.facts.qualname(inner.func)
-        if q is None or not q.startswith("torch.") or q.count(".") != 1:
+        q = self.facts.qualname(inner.func) if isinstance(inner, cst.Call) else None
+        if q is None or not q.startswith("torch.") or q.count(".") != 1 or q[6:] not in FACTORIES:
+            self._built(node, inner)  # a chain or a combination of host factories
             return
         factory = q.rsplit(".", 1)[-1]
         if factory not in FACTORIES or keyword(inner, "device") is not None or has_double_star(inner):
@@ -280,37 +311,88 @@ class HostAllocThenMove(Rule):
         new = with_keyword(inner, "device", device)
         self.report(node, msg, self._make_fix(factory, inner, {node: new}, None))
 
-    def _arith_to(self, node: cst.Call, expr: cst.BinaryOperation) -> None:
-        """``(torch.ones(n) * i).to(x.device)``: a host factory combined with a Python value
-        (a number, a loop index) and then copied: the factory can be built on the device."""
-        if not isinstance(expr.operator, _SCALAR_OPS) or len(node.args) != 1 or node.args[0].keyword is not None:
-            return
-        device = node.args[0].value
-        if not device_evidence(self.facts, device, self.t.scope, self.t.cls) or self._module_left_on_host(device):
-            return
-        sides = [(expr.left, expr.right), (expr.right, expr.left)]
-        for inner, other in sides:
-            inner = inner if isinstance(inner, cst.Call) else None
-            q = self.facts.qualname(inner.func) if inner is not None else None
-            if q is None or not q.startswith("torch.") or q.count(".") != 1:
-                continue
-            factory = q.rsplit(".", 1)[-1]
-            if factory not in FACTORIES or keyword(inner, "device") is not None or has_double_star(inner) \
-                    or not factory_takes_device(factory, inner) or isinstance(other, cst.Call):
-                return  # a second tensor built by a call: it would have to move too
-            if factory in RANDOM and is_test_module(self.ctx.filename, self.ctx.module):
+    def _built(self, node: cst.Call, expr: cst.BaseExpression) -> None:
+        """``torch.arange(n).long().to(d)``, ``(torch.ones(n) * i).to(x.device)``,
+        ``torch.LongTensor(b, n).fill_(0).to(d)``, ``torch.linspace(...).unsqueeze(1).to(x)``:
+        a value built on the host from device-less factories (``hostflow.host_build``), copied
+        as a whole: each factory can build on the device."""
+        b = host_build(self.facts, expr)
+        if b is None or any(self.facts.kind_of(op, self.t.scope, self.t.cls) in (TENSOR, PARAM, CONTAINER)
+                            for op in b.operands):
+            return  # combined with a tensor: that one has to travel too
+        if (b.random and (len(b.factories) + len(b.legacy) > 1
+                                       or is_test_module(self.ctx.filename, self.ctx.module))):
+            return  # two random draws combined: both would change; test inputs drawn on the host on purpose
+        choice, keep_move = None, False
+        if node.func.attr.value == "cuda":
+            if positional_count(node) > 0 or any(a.keyword is not None and a.keyword.value not in _HARMLESS_TO_KW
+                                                 for a in node.args):
+                self.report(node, self._built_msg(b, expr, "the GPU"))
                 return
+            choice = choose_device(self.ctx)
+            device, text = choice.expr, "the GPU"
+        else:
+            if any(a.star for a in node.args):
+                return
+            dev_kw = keyword(node, "device")
+            pos = [a for a in node.args if a.keyword is None]
+            if dev_kw is not None:
+                device = dev_kw.value
+            elif pos and device_evidence(self.facts, pos[0].value, self.t.scope, self.t.cls):
+                device = pos[0].value
+            elif len(node.args) == 1 and pos and self.facts.kind_of(pos[0].value, self.t.scope, self.t.cls) in (
+                    TENSOR, PARAM):
+                device, keep_move = cst.Attribute(pos[0].value, cst.Name("device")), True  # the cast stays
+            else:
+                return
+            if self._module_left_on_host(device) or _host_placement(node):
+                return  # `.to("cpu")` of a host build copies nothing
             text = self.ctx.module.code_for_node(device)
-            msg = (f"`torch.{factory}(...)` is allocated on the host, combined with "
-                   f"`{self.ctx.module.code_for_node(other)}` and then copied to `{text}`; "
-                   f"pass `device={text}` to the factory")
-            # the other operand: a number is safe; a name may be a host tensor (then it would mix)
-            number = isinstance(other, (cst.Integer, cst.Float)) or (
-                isinstance(other, cst.UnaryOperation) and isinstance(other.expression, (cst.Integer, cst.Float)))
-            new = expr.with_changes(**{"left" if other is expr.right else "right": with_keyword(inner, "device", device)})
-            make = safe if number and factory not in RANDOM else unsafe
-            self.report(node, msg, make(f"pass `device={text}` to `torch.{factory}` and drop the copy", {node: new}))
-            return
+            rest = [a for a in node.args if a.value is not device and a is not dev_kw]
+            if any(a.keyword is None or a.keyword.value not in _HARMLESS_TO_KW for a in rest) and not keep_move:
+                self.report(node, self._built_msg(b, expr, f"`{text}`"))  # it also converts dtype / layout
+                return
+        edits, reasons = {}, []
+        for f in b.factories:
+            edits[f] = lambda upd, d=device: with_keyword(upd, "device", d.deep_clone())
+            rg = keyword(f, "requires_grad")
+            if rg is not None and not (isinstance(rg.value, cst.Name) and rg.value.value == "False"):
+                reasons.append("the result becomes a leaf that accumulates `.grad`")
+        for ctor, fill, value in b.legacy:
+            name = legacy_type(self.facts, ctor)
+            dtype = LEGACY_DTYPES.get(name)
+            new = legacy_fill_call(ctor, value, dtype, device.deep_clone())
+            if new is None or (isinstance(value, cst.Float) and dtype is not None and not dtype.startswith(
+                    ("float", "bfloat"))):
+                self.report(node, self._built_msg(b, expr, f"`{text}`"))
+                return
+            edits[fill] = new
+            if len(ctor.args) == 1 and not int_valued(self.facts, ctor.args[0].value, self.t.scope):
+                reasons.append(f"`{self.ctx.module.code_for_node(ctor.args[0].value)}` may be data, not a size")
+        if b.random:
+            reasons.append("a GPU draws different random numbers")
+        for op in b.operands:  # were it a host tensor, it would now meet a device tensor
+            if not int_valued(self.facts, op, self.t.scope, floats=True):
+                reasons.append(f"`{self.ctx.module.code_for_node(op)}` could be a host tensor")
+        if b.computed:
+            reasons.append("the elementwise functions now compute on the device (they may round differently)")
+        if self.facts.multi_gpu:
+            reasons.append("multi-GPU file")
+        if not keep_move:
+            edits[node] = lambda upd: upd.func.value
+        replacements = composed_replacements(node, edits)
+        applicability = Applicability.UNSAFE if reasons else Applicability.SAFE
+        message = "build it on the device" + (f" (unsafe: {reasons[0]})" if reasons else "")
+        fix = choice.fix(applicability, message, replacements) if choice is not None else (
+            safe if applicability is Applicability.SAFE else unsafe)(message, replacements)
+        self.report(node, self._built_msg(b, expr, "the GPU" if choice is not None else f"`{text}`"), fix)
+
+    def _built_msg(self, b, expr: cst.BaseExpression, where: str) -> str:
+        names = sorted({(self.facts.qualname(c.func) or "torch.?") for c in b.factories}
+                       | {(self.facts.qualname(c.func) or "torch.?") for c, _, _ in b.legacy})
+        what = ", ".join(f"`{n}(...)`" for n in names)
+        return (f"`{short(self.ctx.module.code_for_node(expr), 50)}` is built on the host from {what} and then "
+                f"copied to {where}; build it there (`device=`)")
 
     def _module_left_on_host(self, device: cst.BaseExpression) -> bool:
         """``model.device`` where this scope builds ``model`` (a class call, maybe placed with

@@ -6,8 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.accumulators import accumulation, contains, short
-from devlint.analysis.loops import Loop, LoopFrames, every_iteration, in_test_code
+from devlint.analysis.accumulators import (accumulation, clocks_feed_meters, contains, meter_update, read_only_in,
+                                           short)
+from devlint.analysis.loops import Loop, LoopFrames, every_iteration, in_test_code, occasional_nodes
 from devlint.analysis.usage import host_loop_names, log_call, may_touch_device, only_logged, only_reads, usage_of
 from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import accumulate_on_device
@@ -34,6 +35,7 @@ class _Candidate:
     scope: Optional[cst.CSTNode]
     cls: Optional[cst.CSTNode]
     in_log: bool = False  # an argument of print / logger.* / set_postfix: per-step logging
+    meter: Optional[str] = None  # `losses.update(loss.item(), n)`, the meter read every N steps only
 
 
 class SyncInLoop(LoopFrames, Rule):
@@ -52,7 +54,11 @@ class SyncInLoop(LoopFrames, Rule):
     must reach the host; a sync under an `if` inside the
     loop (logging every N steps); `.cpu()` results appended to a list (collecting
     outputs on the host bounds GPU memory); `synchronize()` in a loop that reads a
-    clock (timing needs it); anything after the loop. Also not flagged (issues 15/16):
+    clock (timing needs it); anything after the loop. A loop that only averages its step
+    times into running meters (`batch_time.update(time.time() - end)`) does not time its
+    steps on purpose: there, `.item()` handed to a meter the loop reads every N steps at
+    most (`losses.update(loss.item(), n)` printed under `if i % print_freq == 0:`) is
+    flagged. Also not flagged (issues 15/16):
     a file that never mentions a device (a CPU-only script), batch values the loop never
     moves (`y.sum().item()` for `for x, y in loader`), `.tolist()` outputs collected into
     a list (predictions for a metric), any sync in a loop that times each batch with a
@@ -105,6 +111,10 @@ class SyncInLoop(LoopFrames, Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a meter fed every step in a loop that times each step on its own
+        "import time, torch\nmodel.cuda()\nfor i, x in enumerate(data):\n    t0 = time.time()\n"
+        "    loss = model(x).sum()\n    loss.backward()\n    losses.update(loss.item(), 8)\n"
+        "    times.append(time.time() - t0)\n    if i % 10 == 0:\n        print(losses.avg)\n",
         # the value steers control flow: it must reach the host
         "import torch\nmodel.cuda()\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
         "    if loss.item() < 1e-3:\n        break\n",
@@ -147,6 +157,11 @@ class SyncInLoop(LoopFrames, Rule):
         "    if loss.item() > 1e3:\n        break\n    total += loss.item()\n",
     ]
     INVALID = [
+        # a running meter read every N steps, step times only averaged into meters
+        Invalid("import time, torch\nmodel.cuda()\nend = time.time()\nfor i, x in enumerate(data):\n"
+                "    loss = model(x).sum()\n    loss.backward()\n    losses.update(loss.item(), 8)\n"
+                "    batch_time.update(time.time() - end)\n    end = time.time()\n"
+                "    if i % 10 == 0:\n        print(losses.avg, batch_time.avg)\n"),
         Invalid(
             "import torch\nmodel.cuda()\ntotal = 0.0\nfor x in data:\n    loss = model(x).sum()\n    loss.backward()\n"
             "    opt.step()\n    total += loss.item()\nprint(total)\n",
@@ -335,8 +350,9 @@ class SyncInLoop(LoopFrames, Rule):
             earlier = read.setdefault(lp.node, [])
             again = bool(text) and any(text <= t and c.frames[:len(f)] == f for f, t in earlier)
             earlier.append((c.frames, text))
-            if c.in_test or again or lp.timed:
-                continue  # steers control flow / re-read after a sync / the loop times itself on purpose
+            c.meter = self._meter(c, lp)
+            if c.in_test or again or (lp.timed and not (c.meter and clocks_feed_meters(lp.node.body, self._is_clock))):
+                continue  # steers control flow / re-read after a sync / the loop times its steps on purpose
             names = set()
             if isinstance(c.small, cst.Assign) and contains(c.small.value, c.node):
                 names = {dotted(t.target) for t in c.small.targets}
@@ -363,6 +379,22 @@ class SyncInLoop(LoopFrames, Rule):
             fix = accumulate_on_device(self.facts, loop_node, [e for _, e in items])
             for c, _ in items:
                 self.report(c.node, self._message(c, self.loops[loop_node]), fix)
+
+    def _meter(self, c: _Candidate, lp: Loop) -> Optional[str]:
+        """The running meter ``c`` feeds (``losses.update(loss.item(), n)``) when the loop reads
+        that meter only every N steps (or not at all): the value need not reach the host each step."""
+        if c.kind != "item" or c.small is None:
+            return None
+        meter = meter_update(c.small, c.node)
+        if meter is None or not read_only_in(lp.node.body, meter, occasional_nodes(lp.node)):
+            return None
+        return meter
+
+    def _is_clock(self, call: cst.Call) -> bool:
+        q = self.facts.qualname(call.func)
+        if q is not None:
+            return q in _TIMERS
+        return isinstance(call.func, cst.Name) and call.func.value in ("perf_counter", "default_timer")
 
     def _receiver_text(self, c: _Candidate) -> frozenset:
         """The synced values' source text (``loss`` for ``loss.item()`` / ``print(f"{loss}")``)."""
@@ -394,6 +426,10 @@ class SyncInLoop(LoopFrames, Rule):
             elif self._not_a_tensor(c, recv):
                 return None
             text = short(self.ctx.module.code_for_node(recv))
+            if c.meter is not None:
+                return (f"`{text}.item()` fed to the meter `{c.meter}` waits for the device on every iteration of "
+                        f"the {where} loop, though the meter is read every N steps at most; hand it the tensor "
+                        f"(`{text}.detach()`) and convert when it is read")
             if c.in_log:
                 return (f"`{text}.{c.kind}()` logged on every iteration of the {where} loop waits for the "
                         "device each step; log every N steps")

@@ -343,3 +343,17 @@ def test_usage_reads_only_the_regions_a_question_needs():
     # the class's own body is in the module's region, and its methods (nested ones included)
     assert {None, main} < facts.values._walked
     assert len(facts.values._walked) == 2 + 3  # __init__, forward, helper; not Inner.run or make
+
+
+def test_a_loss_weight_is_a_tensor():
+    src = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    def f(out, y, w, cw, lr):
+        crit = nn.BCEWithLogitsLoss(pos_weight=cw)
+        return F.cross_entropy(out, y, weight=w) + lr
+    """
+    assert kind(src, "w", "f") == TENSOR
+    assert kind(src, "cw", "f") == TENSOR
+    assert kind(src, "lr", "f") is None

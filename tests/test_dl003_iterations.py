@@ -43,7 +43,7 @@ def test_round_trip_through_numpy_and_arithmetic_is_followed():
     src = ("import numpy as np\nimport torch\ndevice = torch.device('cpu')\nfor i in range(3):\n"
            "    h = torch.randn(2).to(device)\n    a = h.cpu().numpy()\n    b = np.sort(a) * 2 + 1\n"
            "    h2 = torch.from_numpy(b).to(device)\n")
-    assert _lines(src) == [8]
+    assert _lines(src) == [6, 8]  # where the value leaves the device, and where it comes back
 
 
 def test_round_trip_through_an_unknown_function_is_not_followed():

@@ -1,5 +1,7 @@
-"""Loop accumulators: ``total += x.item()`` / ``losses.append(x.item())`` (DL008's fix), and
-small tree queries over a loop body (does it contain a node, how often is a name read).
+"""Loop accumulators: ``total += x.item()`` / ``losses.append(x.item())`` (DL008's fix),
+running meters (``losses.update(loss.item(), n)`` read every N steps, step times averaged
+into meters), and small tree queries over a loop body (does it contain a node, how often is
+a name read).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.syntax import dotted
 from devlint.walk import children
 
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
@@ -109,3 +112,55 @@ def accumulation(small: cst.BaseSmallStatement, call: cst.Call, stmt, loop: cst.
     if not initialised_before(suite, loop, acc, how) or count_name(loop, acc) != 1:
         return None
     return acc, how
+
+
+# ---- running meters: `losses.update(loss.item(), n)` read every N steps (DL008) ------------
+
+def meter_update(small: cst.BaseSmallStatement, call: cst.Call) -> Optional[str]:
+    """``losses.update(loss.item(), n)``: the meter (dotted) that ``call``'s value is handed
+    to, as the first argument of its ``update`` in an expression statement; else None."""
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return None
+    c = small.value
+    f = c.func
+    if not (isinstance(f, cst.Attribute) and f.attr.value == "update" and c.args
+            and c.args[0].keyword is None and not c.args[0].star and arith_path(c.args[0].value, call)):
+        return None
+    return dotted(f.value)
+
+
+def read_only_in(body: cst.CSTNode, meter: str, occasional: set) -> bool:
+    """Every use of ``meter`` under ``body`` other than its own ``update(...)`` calls is in an
+    ``occasional`` node (a branch taken every N steps): the meter is read every N steps."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n in occasional:
+            continue
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "update" \
+                and dotted(n.func.value) == meter:
+            stack.extend(a.value for a in n.args)
+            continue
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == meter:
+            return False
+        stack.extend(children(n, trivia=False))
+    return True
+
+
+def clocks_feed_meters(body: cst.CSTNode, is_clock) -> bool:
+    """Every clock read under ``body`` (``is_clock(call)``) goes into a meter's ``update(...)``
+    (``batch_time.update(time.time() - end)``) or restarts the interval (``end = time.time()``):
+    step times are averaged for display, no step is timed on its own."""
+    stack: list = [(body, None)]
+    while stack:
+        n, ctx = stack.pop()
+        if isinstance(n, cst.Call) and is_clock(n) and ctx is None:
+            return False
+        if isinstance(n, cst.Expr) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Attribute) \
+                and n.value.func.attr.value == "update":
+            ctx = "meter"
+        elif isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and isinstance(n.value, cst.Call) and is_clock(n.value):
+            continue  # `end = time.time()`
+        stack.extend((c, ctx) for c in children(n, trivia=False))
+    return True

@@ -26,7 +26,7 @@ import libcst as cst
 
 from devlint.analysis.usage import MOVES, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, dotted
-from devlint.syntax import bound_names, own_params
+from devlint.syntax import bound_names, factory_takes_device, own_params
 from devlint.walk import nodes
 
 _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "tuple", "list", "Tuple", "List", "Sequence",
@@ -452,3 +452,162 @@ def ends_placed(call: cst.Call, method: cst.FunctionDef, cls: Optional[cst.Class
             _CACHE.clear()
         flow = _CACHE[key] = _Flow(method, cls)
     return flow.ends_placed(call, lambda: callers_place(method, cls))
+
+
+# ---- host builds moved at once (DL007) ------------------------------------------------------
+# `torch.linspace(0, n, k).unsqueeze(1).expand(k, m).to(x)`, `torch.arange(n).long().to(d)`,
+# `torch.LongTensor(b, n).fill_(0).to(d)`, `torch.pow(c * torch.ones(n), torch.arange(n)).to(d)`:
+# an expression built on the host from device-less factories through shape / dtype methods,
+# arithmetic with numbers and elementwise torch functions, then copied as a whole.
+
+LEGACY_DTYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+# methods that reshape or cast a tensor and leave it where it is; none takes a tensor argument
+SHAPE_METHODS = frozenset("unsqueeze squeeze view reshape expand repeat t transpose permute flatten "
+                          "contiguous float double half bfloat16 long int bool short byte".split())
+# elementwise torch functions: applied to host builds, they compute on the host too
+ELEMENTWISE = frozenset("pow exp log log2 log10 sqrt rsqrt sin cos tanh sigmoid abs neg reciprocal "
+                        "floor ceil round clamp mul add sub div".split())
+_BUILD_OPS = (cst.Multiply, cst.Add, cst.Subtract, cst.Divide, cst.FloorDivide, cst.Power)
+_NO_BUILD_KW = ("device", "pin_memory", "out", "generator")
+_RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
+_COMPUTING_FACTORIES = frozenset({"zeros", "ones", "full", "empty", "arange", "range", "linspace", "logspace",
+                                  "eye", "rand", "randn", "randint", "randperm", "empty_strided", "normal"})
+
+
+class HostBuild:
+    """What a host-built expression is made of: ``factories`` (device-less factory calls),
+    ``legacy`` (``(constructor, fill call, fill value or None)`` for ``torch.LongTensor(b, n).fill_(0)``),
+    ``operands`` (names and attributes combined with it by arithmetic: numbers, or maybe host
+    tensors), ``computed`` (an elementwise torch function computes values from it) and
+    ``random`` (a factory draws random numbers)."""
+
+    def __init__(self) -> None:
+        self.factories: list = []
+        self.legacy: list = []
+        self.operands: list = []
+        self.computed = False
+
+    @property
+    def random(self) -> bool:
+        return any(dotted(f.func).rsplit(".", 1)[-1] in _RANDOM for f in self.factories)
+
+
+def _factory(facts, call: cst.Call) -> Optional[str]:
+    """``torch.zeros(...)`` with no device and nothing that pins it to the host: its name."""
+    q = facts.qualname(call.func)
+    if q is None or not q.startswith("torch.") or q.count(".") != 1:
+        return None
+    name = q.rsplit(".", 1)[-1]
+    if name not in _COMPUTING_FACTORIES or any(a.star for a in call.args) or not factory_takes_device(name, call):
+        return None
+    if any(a.keyword is not None and a.keyword.value in _NO_BUILD_KW for a in call.args):
+        return None
+    return name
+
+
+def legacy_type(facts, call: cst.Call) -> Optional[str]:
+    """``torch.LongTensor(b, n)`` (sizes, not data): the type's name (``LongTensor``, ``Tensor``)."""
+    q = facts.qualname(call.func)
+    if q is None or q.count(".") != 1 or not q.startswith("torch."):
+        return None
+    name = q.rsplit(".", 1)[-1]
+    if name != "Tensor" and name not in LEGACY_DTYPES:
+        return None
+    if not call.args or any(a.keyword is not None or a.star for a in call.args):
+        return None
+    if any(isinstance(a.value, (cst.List, cst.Tuple, cst.ListComp, cst.SimpleString)) for a in call.args):
+        return None  # data
+    return name
+
+
+def _size_free(e: cst.BaseExpression) -> bool:
+    """A shape argument that holds no tensor: numbers, names, attributes, ``x.size(i)``, ``len(x)``."""
+    for n in nodes(e):
+        if isinstance(n, cst.Call):
+            f = n.func
+            if not ((isinstance(f, cst.Attribute) and f.attr.value in ("size", "dim"))
+                    or (isinstance(f, cst.Name) and f.value in ("len", "int"))):
+                return False
+    return True
+
+
+def host_build(facts, expr: cst.BaseExpression) -> Optional[HostBuild]:
+    """``expr`` is computed on the host from device-less factories only (see above), or None."""
+    out = HostBuild()
+    return out if _build(facts, expr, out) and (out.factories or out.legacy) else None
+
+
+def _build(facts, e: cst.BaseExpression, out: HostBuild) -> bool:
+    if isinstance(e, cst.Call):
+        f = e.func
+        if _factory(facts, e) is not None:
+            out.factories.append(e)
+            return True
+        if isinstance(f, cst.Attribute) and f.attr.value in ("fill_", "zero_") and isinstance(f.value, cst.Call) \
+                and legacy_type(facts, f.value) is not None:
+            value = e.args[0].value if f.attr.value == "fill_" and len(e.args) == 1 else None
+            if f.attr.value == "fill_" and (value is None or e.args[0].keyword is not None
+                                            or not isinstance(value, (cst.Integer, cst.Float, cst.UnaryOperation))):
+                return False  # a fill from a name may be a tensor on any device
+            out.legacy.append((f.value, e, value))
+            return True
+        if isinstance(f, cst.Attribute) and f.attr.value in SHAPE_METHODS and facts.qualname(f) is None:
+            return all(a.keyword is None and not a.star and _size_free(a.value) for a in e.args) \
+                and _build(facts, f.value, out)
+        q = facts.qualname(f) or ""
+        if q.startswith("torch.") and q.count(".") == 1 and q[6:] in ELEMENTWISE and e.args \
+                and all(a.keyword is None and not a.star for a in e.args):
+            built = [a for a in e.args if not _number(a.value)]
+            if not built or not all(_build(facts, a.value, out) for a in built):
+                return False
+            out.computed = True
+            return True
+        return False
+    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, _BUILD_OPS):
+        sides = []
+        for side in (e.left, e.right):
+            if _number(side):
+                continue
+            if isinstance(side, (cst.Name, cst.Attribute)) and facts.qualname(side) is None:
+                out.operands.append(side)
+                continue
+            sides.append(side)
+        return bool(sides) and all(_build(facts, s, out) for s in sides)
+    return False
+
+
+def int_valued(facts, e: cst.BaseExpression, scope: Optional[cst.CSTNode], floats: bool = False) -> bool:
+    """``e`` holds a Python int (or float, with ``floats``): a literal, ``x.size(i)``, ``x.shape[i]``, ``len(x)``, arithmetic
+    of those, or a name every binding of which in ``scope`` is one."""
+    if isinstance(e, cst.Integer) or (floats and isinstance(e, cst.Float)):
+        return True
+    if isinstance(e, cst.UnaryOperation):
+        return int_valued(facts, e.expression, scope, floats)
+    if isinstance(e, cst.BinaryOperation):
+        return int_valued(facts, e.left, scope, floats) and int_valued(facts, e.right, scope, floats)
+    if isinstance(e, cst.Call):
+        f = e.func
+        return (isinstance(f, cst.Attribute) and f.attr.value == "size" and len(e.args) == 1) or (
+            isinstance(f, cst.Name) and f.value in ("len", "int") and f.value not in facts.bound_names)
+    if isinstance(e, cst.Subscript) and isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape":
+        return len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index)
+    if isinstance(e, cst.Name) and isinstance(scope, cst.FunctionDef):
+        if any(p.name.value == e.value for p in own_params(scope)):
+            return False
+        values = []
+        for n in nodes(scope.body):
+            if isinstance(n, (cst.AugAssign, cst.For, cst.WithItem, cst.NamedExpr)) and e.value in bound_names(
+                    getattr(n, "target", None) or getattr(getattr(n, "asname", None), "name", None) or cst.Name("_")):
+                return False
+            if isinstance(n, cst.Assign):
+                for t in n.targets:
+                    if isinstance(t.target, cst.Name) and t.target.value == e.value:
+                        values.append(n.value)
+                    elif e.value in bound_names(t.target):
+                        return False
+        return bool(values) and all(int_valued(facts, v, None, floats) for v in values)
+    return False

@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from devlint.analysis.hostflow import SHAPE_METHODS
 from devlint.analysis.loops import target_names
 from devlint.facts import call_arg, dotted, is_cuda_string, string_value
 from devlint.walk import children, nodes, statements
@@ -99,7 +100,10 @@ def host_flow(facts, expr: cst.BaseExpression, source: Callable[[cst.CSTNode], b
         return host_flow(facts, expr.left, source, host) or host_flow(facts, expr.right, source, host)
     if isinstance(expr, cst.UnaryOperation):
         return host_flow(facts, expr.expression, source, host)
-    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+    if isinstance(expr, cst.Subscript):  # `np.eye(c)[y.cpu().numpy()]`: indexed by a host value
+        return host_flow(facts, expr.value, source, host) or any(
+            isinstance(e.slice, cst.Index) and host_flow(facts, e.slice.value, source, host) for e in expr.slice)
+    if isinstance(expr, cst.Attribute):
         return host_flow(facts, expr.value, source, host)
     if isinstance(expr, (cst.Tuple, cst.List)):
         return any(host_flow(facts, e.value, source, host) for e in expr.elements)
@@ -111,6 +115,7 @@ def host_flow(facts, expr: cst.BaseExpression, source: Callable[[cst.CSTNode], b
         f = expr.func
         q = facts.qualname(f) or ""
         known = q.startswith(_HOST_MODULES) or q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy") or (
+            q.startswith("torch.") and q[6:] in DATA_TYPES and len(expr.args) == 1) or (
             isinstance(f, cst.Name) and f.value in _HOST_BUILTINS and f.value not in facts.bound_names)
         if known:
             return any(host_flow(facts, a.value, source, host) for a in expr.args)
@@ -162,8 +167,8 @@ def placed_on_device(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode) -> 
                 if n.value is None or not device_built(facts, n.value):
                     return False
                 found = True
-            elif any(name in {x.value for x in nodes(t) if isinstance(x, cst.Name)} for t in tgts):
-                return False  # unpacked: unknown
+            elif any(name in target_names(t) for t in tgts):
+                return False  # unpacked: unknown (`x[i] = v` writes into `x`, wherever it lives)
         elif isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)):
             t = n.asname.name if isinstance(n, cst.WithItem) and n.asname is not None else getattr(n, "target", None)
             if t is not None and name in {x.value for x in nodes(t) if isinstance(x, cst.Name)}:
@@ -213,9 +218,12 @@ def tensor_type_aliases(facts, module: cst.Module) -> dict:
 def invariant_build(facts, call: cst.Call, bound: set) -> bool:
     """``torch.tensor([0.2, 0.8])`` / ``torch.Tensor([[0.1, 0.2]]).float()``: a host tensor
     built from data that reads no name in ``bound`` and calls nothing unknown."""
-    while (isinstance(call.func, cst.Attribute) and call.func.attr.value in DTYPE_METHODS
-           and not call.args and isinstance(call.func.value, cst.Call)):
-        call = call.func.value  # `torch.tensor([rank]).float().cuda()`
+    while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call) and (
+            (call.func.attr.value in DTYPE_METHODS and not call.args)
+            or (call.func.attr.value in SHAPE_METHODS and not facts.qualname(call.func) and all(
+                a.keyword is None and not a.star and not any(isinstance(x, cst.Call) or (
+                    isinstance(x, cst.Name) and x.value in bound) for x in nodes(a.value)) for a in call.args))):
+        call = call.func.value  # `torch.tensor([rank]).float().cuda()`, `torch.tensor(MEAN).view(3, 1, 1)`
     q = facts.qualname(call.func)
     if q is None or q.count(".") != 1 or not call.args or call_arg(call, None, "device") is not None:
         return False
@@ -251,12 +259,33 @@ class IterationFlow:
     host name to the ``.item()`` it was read with. Feed the simple statements in source
     order to ``step``."""
 
-    def __init__(self, facts, is_module: Callable[[cst.BaseExpression], bool]) -> None:
+    def __init__(self, facts, is_module: Callable[[cst.BaseExpression], bool], body: Optional[cst.CSTNode] = None) -> None:
         self.facts, self.is_module = facts, is_module
-        self.device: set = set()
+        # `h *= mask.cuda()` in the loop: `h` is on the device whenever the loop uses it (an
+        # in-place op cannot change its device), even where an unknown call binds it
+        self.pinned: set = set() if body is None else {
+            n.target.value for n in nodes(body) if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name)
+            and any(is_move(facts, m) for m in nodes(n.value))}
+        self.device: set = set(self.pinned)
         self.host: set = set()
         self.scalars: dict = {}
         self.offloaded: set = set()  # `w = w.to("cpu")`: a tensor parked on the host
+        self.origins: dict = {}  # host name -> the device->host reads its value was computed from
+
+    def sources_in(self, expr: cst.CSTNode) -> list:
+        """The device->host reads (outermost calls: ``d.cpu().numpy()``) that ``expr`` is computed
+        from in this iteration: its own, and those of the host names it reads."""
+        out: list = []
+        stack = [expr]
+        while stack:
+            n = stack.pop()
+            if self.source(n):
+                out.append(n)
+                continue
+            if isinstance(n, cst.Name) and n.value in self.host:
+                out.extend(o for o in self.origins.get(n.value, ()) if o not in out)
+            stack.extend(reversed(children(n, trivia=False)))
+        return out
 
     def on_device(self, expr: cst.CSTNode) -> bool:
         """Evidence that ``expr`` lives on the device in this iteration."""
@@ -278,7 +307,7 @@ class IterationFlow:
         return host_flow(self.facts, payload, self.source, self.host)
 
     def _device_value(self, expr) -> bool:
-        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and self.is_module(n.func)
+        if any(isinstance(n, cst.Call) and isinstance(n.func, (cst.Name, cst.Attribute)) and self.is_module(n.func)
                for n in nodes(expr)):
             return True
         return self.on_device(expr)
@@ -287,6 +316,13 @@ class IterationFlow:
         value = getattr(small, "value", None)
         if isinstance(small, cst.Assign):
             targets = set().union(*(target_names(t.target) for t in small.targets))
+            for t in small.targets:  # `mask[sel] = normalizer`: host data written into a host array
+                base = t.target.value if isinstance(t.target, cst.Subscript) else None
+                if isinstance(base, cst.Name) and base.value not in self.device and not _offload(small.value) \
+                        and host_flow(self.facts, small.value, self.source, self.host):
+                    self.host.add(base.value)
+                    self.origins[base.value] = [*self.origins.get(base.value, ()),
+                                                *self.sources_in(small.value)]
         elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
             targets = target_names(small.target)
         else:
@@ -298,23 +334,141 @@ class IterationFlow:
             self.offloaded |= targets
         if host_flow(self.facts, value, self.source, self.host) and not (
                 isinstance(value, cst.BinaryOperation) and self._device_value(value)):
+            found = self.sources_in(value)
+            for t in targets:
+                self.origins[t] = [*self.origins.get(t, ()), *found] if isinstance(small, cst.AugAssign) else found
             self.host |= targets
             self.device -= targets
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                     and value.func.attr.value == "item" and len(targets) == 1:
                 self.scalars[next(iter(targets))] = value
+        elif isinstance(value, cst.Call) and (self.facts.qualname(value.func) or "").startswith("numpy."):
+            self.host -= targets  # fresh host data (`np.ones(h.size())`), read from no device value
+            self.device -= targets
         elif self._device_value(value):
             self.device |= targets
             self.host -= targets
         else:
             self.host -= targets
-            self.device -= targets
+            self.device -= targets - self.pinned
         if not isinstance(small, cst.AugAssign):
             for t in targets - self.host:
                 self.scalars.pop(t, None)
 
 
+_COPY_METHODS = frozenset({"clone", "detach", "contiguous"})
+
+
 def _offload(value: cst.CSTNode) -> bool:
-    """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first): a tensor moved, not computed on."""
+    """``x.cpu()`` / ``x.to("cpu")`` (maybe ``.detach()``-ed first, ``.clone()``-d or cast
+    after: ``obs.cpu().clone().to(torch.uint8)``): a tensor moved, not computed on."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+            value.func.attr.value in _COPY_METHODS or value.func.attr.value in DTYPE_METHODS
+            or (value.func.attr.value == "to" and host_receiver(value) is None)) \
+            and isinstance(value.func.value, cst.Call):
+        value = value.func.value
     return (host_receiver(value) is not None and isinstance(value.func, cst.Attribute)
             and value.func.attr.value in ("cpu", "to"))
+
+
+def element_reads(facts, loop: cst.CSTNode, bound: set, mutated: set) -> list:
+    """``t[i].item()`` in ``for i in range(...)``: one element of ``t``, a name neither rebound
+    nor changed in place in the loop, read to the host every iteration (one ``t.tolist()``
+    before the loop reads them all at once). ``[(call, "t", "i")]``."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call)
+            and isinstance(loop.iter.func, cst.Name) and loop.iter.func.value == "range"
+            and "range" not in facts.bound_names):
+        return []
+    i = loop.target.value
+    out = []
+    for n in nodes(loop.body):
+        if not (type(n) is cst.Call and isinstance(n.func, cst.Attribute) and n.func.attr.value == "item"
+                and not n.args and isinstance(n.func.value, cst.Subscript)):
+            continue
+        sub = n.func.value
+        t = sub.value
+        if not (isinstance(t, cst.Name) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+                and isinstance(sub.slice[0].slice.value, cst.Name) and sub.slice[0].slice.value.value == i):
+            continue
+        if t.value in bound or t.value in mutated or t.value == i:
+            continue
+        out.append((n, t.value, i))
+    return out
+
+
+def works_on_device(facts, root: cst.CSTNode, loop: cst.CSTNode) -> bool:
+    """The loop computes with device values: it moves one, builds one with ``device=``, or
+    reads a name that ``root`` binds (outside the loop) only to device values."""
+    names = set()
+    for n in nodes(loop.body):
+        if is_move(facts, n) or (isinstance(n, cst.Call) and device_target(facts, n, keyword_only=True) is not None):
+            return True
+        if isinstance(n, cst.Name):
+            names.add(n.value)
+    return any(placed_on_device(facts, root, name, loop) for name in sorted(names))
+
+
+def computed_tensor(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode, scope=None, cls=None) -> bool:
+    """Every binding of ``name`` under ``root`` (outside ``loop``) computes it with torch (a
+    ``torch.*`` function or a tensor method), never builds it from host data or reads it
+    back (``torch.tensor(...)``, factories without ``device=``, ``.cpu()``, NumPy)."""
+    found = False
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is loop or (n is not root and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))):
+            continue
+        if isinstance(n, cst.Assign) and any(name in target_names(t.target) for t in n.targets):
+            v = n.value
+            if not (len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) and isinstance(v, cst.Call)):
+                return False
+            p = facts.placement_of(v, scope, cls)[0]
+            if p == "host" or any(host_receiver(x) is not None for x in nodes(v)):
+                return False
+            q = facts.qualname(v.func) or ""
+            if not (q.startswith("torch.") or (isinstance(v.func, cst.Attribute) and not q)):
+                return False
+            if q.rsplit(".", 1)[-1] in BUILDERS or q.rsplit(".", 1)[-1] in DATA_TYPES:
+                return False
+            found = True
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr)):
+            t = n.asname.name if isinstance(n, cst.WithItem) and n.asname is not None else getattr(n, "target", None)
+            if t is not None and name in target_names(t):
+                return False
+        stack.extend(children(n, trivia=False))
+    return found
+
+
+def scalar_payload(facts, node: cst.Call, scalars: dict) -> Optional[tuple]:
+    """``torch.LongTensor([[v]]).to(d)`` / ``torch.tensor([[v]], device=d)`` with ``v`` a Python
+    number read with ``.item()`` (a name in ``scalars`` or the call itself): a tensor of one
+    element built on the host to carry ``v`` to the device. ``(dims, v, legacy type or None,
+    device, dtype keyword or None)``; None for anything else."""
+    if is_move(facts, node) and isinstance(node.func.value, cst.Call) and node.func.attr.value == "to" \
+            and len(node.args) == 1 and node.args[0].keyword is None:
+        build, dev = node.func.value, node.args[0].value
+    else:
+        build, dev = node, device_target(facts, node, keyword_only=True)
+        if dev is None:
+            return None
+    q = facts.qualname(build.func) or ""
+    kind = q[6:] if q.startswith("torch.") and q.count(".") == 1 else ""
+    if kind not in ("tensor", "LongTensor", "FloatTensor", "DoubleTensor", "IntTensor"):
+        return None
+    extra = [a for a in build.args[1:] if not (a.keyword is not None and a.keyword.value in ("device", "dtype"))]
+    if not build.args or build.args[0].keyword is not None or extra or any(a.star for a in build.args):
+        return None
+    if kind != "tensor" and len(build.args) != 1:
+        return None
+    data, dims = build.args[0].value, 0
+    while isinstance(data, (cst.List, cst.Tuple)) and len(data.elements) == 1 \
+            and not isinstance(data.elements[0], cst.StarredElement):
+        data, dims = data.elements[0].value, dims + 1
+    if dims == 0:
+        return None  # `torch.tensor(v)`: a 0-dim tensor (`torch.full((), v)` saves little)
+    item = isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value == "item" \
+        and not data.args
+    if not (item or (isinstance(data, cst.Name) and data.value in scalars)):
+        return None
+    dtype = next((a.value for a in build.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+    return dims, data, (None if kind == "tensor" else kind), dev, dtype

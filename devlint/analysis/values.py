@@ -412,6 +412,8 @@ class ValueModel:
                     q = self.names.qualname(func)
                     if q is not None and q.startswith("torch.") and q.count(".") == 1:
                         self._torch_args(n, q.rsplit(".", 1)[-1], scope, cls)
+                    elif q is not None and q.startswith("torch.nn."):
+                        self._loss_weights(n, q, scope, cls)
                 elif type(func) is cst.Name:
                     if func.value not in aliases:
                         use(scope, cls, func, MODULE)
@@ -432,6 +434,16 @@ class ValueModel:
             elif t is cst.Assign:
                 self._assign_use(n, scope, cls)
             stack.extend((c, scope, cls) for c in children(n, trivia=False))
+
+    def _loss_weights(self, call: cst.Call, q: str, scope, cls) -> None:
+        """``F.cross_entropy(out, y, weight=w)`` / ``nn.BCEWithLogitsLoss(pos_weight=w)``: a
+        loss's class weights are a tensor."""
+        last = q.rsplit(".", 1)[-1]
+        if not (q.startswith("torch.nn.functional.") or (last.endswith("Loss") and last[:1].isupper())):
+            return
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in ("weight", "pos_weight"):
+                self._use(scope, cls, a.value, TENSOR)
 
     def _torch_args(self, call: cst.Call, fn: str, scope, cls) -> None:
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
