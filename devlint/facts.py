@@ -262,6 +262,7 @@ class _Prescan:
         elif type(s) is cst.Expr and type(s.value) is cst.Call:
             call = s.value
             func = call.func
+            self.f.values.record_move(call, scope)
             if (type(func) is cst.Attribute and func.attr.value == "register_buffer"
                     and type(func.value) is cst.Name and func.value.value == "self" and cls is not None
                     and call.args and string_value(call.args[0].value)):

@@ -163,23 +163,24 @@ def test_container_annotations_and_comprehensions():
 def test_usage_evidence():
     src = """
     import torch
-    def f(a, b, c, d, e, g):
+    def f(a, b, c, g):
         n = a.size(0)
         idx = torch.randperm(n)
         b.to("cpu")
         y = b[idx]
         c.cuda()
         c[:, 0] = 1
+        z = torch.cat([g, y])
+    def h(d, e):
         d.to("cpu")
         e.to("cpu")
-        z = torch.cat([g, y])
         return e
     """
     assert kind(src, "a", fn="f") == TENSOR  # .size(0)
     assert kind(src, "b", fn="f") == TENSOR  # indexed by a tensor, and has .to()
     assert kind(src, "c", fn="f") == TENSOR  # array item assignment, and has .cuda()
-    assert kind(src, "d", fn="f") is None  # only .to(): a Module or a batch does that too
-    assert kind(src, "e", fn="f") is None
+    assert kind(src, "d", fn="h") is None  # only .to(): a Module or a batch does that too
+    assert kind(src, "e", fn="h") is None
     assert kind(src, "g", fn="f") == TENSOR  # torch.cat takes tensors
 
 
