@@ -31,7 +31,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -153,8 +153,8 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
         if isinstance(value, ast.Call):
             if _nccl_init(value):
                 return True
-            d = _dotted(value.func)
-            if d is not None and d.rsplit(".", 1)[-1] in ensuring:
+            # a call of one of the file's own functions (`model.train()` runs no `def train`)
+            if isinstance(value.func, ast.Name) and value.func.id in ensuring:
                 return True
         if in_function and isinstance(s, ast.Return):
             return False

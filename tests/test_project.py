@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from devlint.cli import main
-from devlint.project import ProjectIndex, summarize
+from devlint.project import SUMMARY_VERSION, ProjectIndex, summarize
 
 
 def write(root: Path, files: dict) -> None:
@@ -109,7 +109,7 @@ def test_cache_follows_an_edit_of_an_imported_module(tmp_path, monkeypatch):
     assert ("train.py", 5, "DL004") in lint(tmp_path, monkeypatch, "train.py", cache=True)
     write(tmp_path, {"utils.py": ENTRY})
     assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL004"] == []
-    assert (tmp_path / ".devlint_cache" / "project-v3").is_dir()  # summaries kept by content hash
+    assert (tmp_path / ".devlint_cache" / f"project-v{SUMMARY_VERSION}").is_dir()  # summaries kept by content hash
 
 
 def test_summary_reads_old_pytorch_scripts():
@@ -140,3 +140,17 @@ def test_a_sibling_that_saves_only_data_says_nothing_about_a_checkpoint_path(tmp
     write(tmp_path, {"train.py": SAVES_HOST.replace("'net.pt'", "sys.argv[1]").replace("import torch\n",
                                                                                        "import sys\nimport torch\n", 1)})
     assert [f for f in lint(tmp_path, monkeypatch, "eval.py") if f[2] == "DL005"] == []
+
+
+def test_a_method_call_is_no_call_of_the_scripts_gpu_check():
+    # `model.train()` is nn.Module.train, not the script's `def train` that exits without a GPU
+    src = (
+        "import sys, torch\n"
+        "def train(model):\n"
+        "    if not torch.cuda.is_available():\n"
+        "        sys.exit('needs a GPU')\n"
+        "model = torch.nn.Linear(2, 2)\n"
+        "model.train()\n"
+    )
+    assert summarize(src.encode()).requires_cuda is False
+    assert summarize((src + "train(model)\n").encode()).requires_cuda is True

@@ -334,6 +334,15 @@ def _is_nccl_init(facts, call: cst.Call) -> bool:
     return a is not None and (string_value(a.value) or "").lower().startswith("nccl")
 
 
+def _callee(call: cst.Call) -> Optional[str]:
+    """``f`` for ``f(...)``, ``self.f(...)`` / ``obj.f(...)``."""
+    if isinstance(call.func, cst.Name):
+        return call.func.value
+    if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
+        return call.func.attr.value
+    return None
+
+
 def _calls_ensuring(facts, call: cst.Call, ensuring: set) -> bool:
     """``call`` runs a function that makes sure of a GPU: ``f(...)`` / ``C(...)`` of the file or
     imported from the project, ``mod.f(...)`` of an imported module, ``self.m(...)`` of a
