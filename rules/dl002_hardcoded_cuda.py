@@ -136,6 +136,8 @@ class HardcodedCuda(Rule):
         "import torch\ndef autocast_on(device='cuda'):\n    return torch.is_autocast_enabled(device)\n",
         "import torch\nclass Scaler:\n    def __init__(self, device='cuda'):\n"
         "        self.scaler = torch.amp.GradScaler(device=device)\n",
+        # an assert on the same line as the code it guards
+        "import torch\ndef f(x):\n    assert torch.cuda.is_available(); y = x.cuda()\n    return y\n",
         # a method of the file that checks for a GPU, called on an instance of its class
         "import sys, torch\nclass Bench:\n    def prepare(self):\n        if not torch.cuda.is_available():\n"
         "            sys.exit('needs a GPU')\n    def run(self, x):\n        self.prepare()\n        return x.cuda()\n",
@@ -247,6 +249,13 @@ class HardcodedCuda(Rule):
             "def eval(model):\n    if not torch.cuda.is_available():\n        sys.exit(1)\n"
             "def gradient_penalty(model, x):\n    model.eval()\n    return x.to(device)\n"
             "print(gradient_penalty(torch.nn.Linear(2, 2), torch.ones(2)))\n",
+        ),
+        Invalid(  # a one-line `if use_cuda: assert ...` checks that branch only, not the lines below it
+            "import torch\nuse_cuda = torch.cuda.is_available()\ndef f(x):\n"
+            "    if use_cuda: assert torch.cuda.device_count() > 0\n    return x.cuda()\nprint(f(torch.ones(1)))\n",
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "use_cuda = torch.cuda.is_available()\ndef f(x):\n"
+            "    if use_cuda: assert torch.cuda.device_count() > 0\n    return x.to(device)\nprint(f(torch.ones(1)))\n",
         ),
         Invalid(  # a function name is no guard: `to_gpu` still crashes on a laptop
             "import torch\ndef to_gpu(x):\n    return x.cuda()\nprint(to_gpu(torch.ones(2)))\n",
