@@ -465,3 +465,22 @@ def test_values_unpacked_from_a_function_of_the_file():
     assert kind(src, "a", fn="run") == TENSOR  # an array slice converted with `.to()`
     assert kind(src, "b", fn="run") is None  # an array slice (NumPy too), never converted
     assert kind(src, "p", fn="run") is None
+
+
+def test_elements_of_a_list_built_by_appending_tensors():
+    src = """
+    import torch
+    def f(d, n):
+        ts = []
+        for i in range(n):
+            ts.append(torch.randn(2))
+        for t in ts:
+            t.to(d)
+        mixed = []
+        mixed.append(torch.ones(2))
+        mixed.append(n)
+        for m in mixed:
+            m.to(d)
+    """
+    assert kind(src, "t", fn="f") == TENSOR
+    assert kind(src, "m", fn="f") is None

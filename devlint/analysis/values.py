@@ -61,7 +61,9 @@ _CONVERTED = "converted"  # receives `.to()`/`.cuda()`/`.pin_memory()`... (Modul
 _CALLED_ITEMS = "called_items"  # `d[k](...)` / `d[k].parameters()`: its items are Modules
 _LOADER = "loader"  # a DataLoader with the default collate (`DataLoader(ds)`, `.dataset` read, annotated)
 _MAPPING = "mapping"  # used as a mapping: `**x`, `x["key"]`, `x.items()` (a batch, a BatchEncoding)
-_WEAK = frozenset({_ARRAY, _CONVERTED, _CALLED_ITEMS, _LOADER, _MAPPING})
+_APPENDS_TENSOR = "appends_tensor"  # `xs.append(torch.ones(2))`
+_APPENDS_OTHER = "appends_other"  # `xs.append(v)` of anything not known to be a tensor
+_WEAK = frozenset({_ARRAY, _CONVERTED, _CALLED_ITEMS, _LOADER, _MAPPING, _APPENDS_TENSOR, _APPENDS_OTHER})
 
 # ---- placements -----------------------------------------------------------------------
 HOST = "host"
@@ -515,6 +517,9 @@ class ValueModel:
                         use(scope, cls, recv, _CONVERTED)
                     elif meth in _MAPPING_USE and not n.args:
                         use(scope, cls, recv, _MAPPING)
+                    elif meth in ("append", "insert", "extend"):
+                        use(scope, cls, recv, _APPENDS_TENSOR if meth != "extend" and self._built_tensor(
+                            n.args[-1].value if n.args else None, scope, cls) else _APPENDS_OTHER)
                     q = self.names.qualname(func)
                     if q is not None and q.startswith("torch.") and q.count(".") == 1:
                         self._torch_args(n, q.rsplit(".", 1)[-1], scope, cls)
@@ -559,6 +564,16 @@ class ValueModel:
                 self._use(scope, cls, el.value, TENSOR)  # torch.cat([x, y]) takes tensors only
         elif fn in TENSOR_FUNCS and fn not in _NOT_TENSOR_ARG:
             self._use(scope, cls, first, _ARRAY)
+
+    def _built_tensor(self, v: Optional[cst.BaseExpression], scope, cls) -> bool:
+        """``v`` is a tensor by what builds it or by its assignments (no usage: read while
+        usage is being read)."""
+        if isinstance(v, cst.Call):
+            q = self.names.qualname(v.func)
+            return q is not None and (q.startswith("torch.nn.functional.") or (
+                q.count(".") == 1 and q.startswith("torch.") and q.rsplit(".", 1)[-1] in TENSOR_FUNCS))
+        d = dotted(v) if v is not None else None
+        return d is not None and self._evidence_kind(d, scope, cls) == TENSOR
 
     def _functional_args(self, call: cst.Call, scope, cls) -> None:
         """``F.relu(x)``, ``F.cross_entropy(out, y)``: a functional op takes a tensor first."""
@@ -809,10 +824,18 @@ class ValueModel:
             if isinstance(it, cst.Call) and self._splits(it, scope, cls):
                 return TENSOR
             d = dotted(it)
-            if d is None or self.kind_of(it, scope, cls) != CONTAINER:
+            if d is None:
                 return None
             key = self._key_scope(d, scope, cls)
             vals = self.values.get((key, d), ())
+            if self.kind_of(it, scope, cls) != CONTAINER:
+                # `ts = []` then `ts.append(torch.ones(2))`: a list built of tensors only
+                use = self._use_kinds(key, d)
+                if (vals and all(isinstance(v, cst.List) and not v.elements for v in vals)
+                        and _APPENDS_TENSOR in use and _APPENDS_OTHER not in use
+                        and not self.kinds(d, scope)):
+                    return TENSOR
+                return None
             if any(isinstance(v, (cst.Dict, cst.DictComp)) for v in vals):
                 return None  # iterating a dict gives its keys
             return TENSOR
