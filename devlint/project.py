@@ -31,7 +31,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,17 @@ class ProjectFacts:
     # every checkpoint this file's program (it, its imports, the scripts beside it) saves
     # holds host data, and there is at least one
     host_program: bool = False
+    # names of project functions this file imports that return a tuple of array-like values
+    # (tensor slices, torch results): `x, y = split_batch(b)` unpacks tensors or arrays
+    tensor_functions: frozenset = frozenset()
 
     def __bool__(self) -> bool:
-        return self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
+        return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
+                or bool(self.tensor_functions))
 
     def key(self) -> str:
-        return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program))
+        return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
+                     sorted(self.tensor_functions)))
 
 
 NONE = ProjectFacts()
@@ -70,6 +75,7 @@ class Summary:
     cuda_functions: list = field(default_factory=list)  # top-level functions that require CUDA
     saves: list = field(default_factory=list)  # [file name or None, host data?, a model's state?] per torch.save
     places: bool = False  # places any value on a device
+    tensor_returns: list = field(default_factory=list)  # top-level functions returning tuples of array-likes
 
 
 # ---------------------------------------------------------------------------------
@@ -237,6 +243,12 @@ def _places(call: ast.Call) -> bool:
 # A module none of whose lines can bear on a CUDA requirement or a checkpoint needs no parse:
 # its imports and whether it runs as a script are read off its text (most of a library).
 _NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|\.save\(")
+# a return of slices or torch results (see _tensor_returns): worth a parse
+_TENSOR_RETURN = re.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
+                            re.M)
+# a statement that converts a plain name and throws the result away (DL001 asks what it is)
+_BARE_CONVERSION = re.compile(rb"^[ \t]*[A-Za-z_]\w*\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(",
+                              re.M)
 _SCRIPT_HINT = re.compile(rb"^(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()", re.M)
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))",
                           re.M)
@@ -269,7 +281,7 @@ def _text_summary(source: bytes) -> Summary:
 
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
-    if _NEEDS_AST.search(source) is None:
+    if _NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None:
         return _text_summary(source)
     try:
         tree = ast.parse(source)
@@ -318,7 +330,53 @@ def summarize(source: bytes) -> Optional[Summary]:
                 ensuring.add(fn.name)
     s.cuda_functions = sorted(ensuring)
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
+    s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     return s
+
+
+# NumPy arrays have these too, but no `.to()`: what DL001 asks is whether a converted value is a tensor
+_ARRAY_METHODS = {"view", "reshape", "unsqueeze", "permute", "contiguous", "transpose", "float", "long",
+                  "squeeze", "flatten", "detach", "clone"}
+_SPLITS = {"chunk", "split", "unbind", "tensor_split"}
+
+
+def _tensor_returns(fn) -> bool:
+    """Every return of ``fn`` is a tuple of array-like values (``x[:, :3]``, ``torch.cat(...)``,
+    ``x[i].view(-1)``), or a split of one (``torch.split(x, n)``, ``x.chunk(2)``)."""
+    found = False
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not fn:
+            return False  # (a nested function's returns are not this function's: keep it simple)
+        if isinstance(n, (ast.Yield, ast.YieldFrom)):
+            return False
+        if not isinstance(n, ast.Return):
+            continue
+        v = n.value
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in _SPLITS:
+            found = True
+            continue
+        if not isinstance(v, (ast.Tuple, ast.List)) or len(v.elts) < 2 or not all(_array_like(e) for e in v.elts):
+            return False
+        found = True
+    return found
+
+
+def _array_like(e) -> bool:
+    if isinstance(e, ast.Subscript):
+        sl = e.slice
+        return isinstance(sl, ast.Tuple) and any(isinstance(x, ast.Slice) for x in sl.elts)
+    if isinstance(e, ast.Call):
+        d = _dotted(e.func) or ""
+        if d.startswith("torch.") and d.count(".") == 1 or d.startswith("torch.nn.functional."):
+            return True
+        return isinstance(e.func, ast.Attribute) and e.func.attr in _ARRAY_METHODS and _array_like_base(e.func.value)
+    return False
+
+
+def _array_like_base(e) -> bool:
+    """The receiver of ``.view(-1)`` & co: a slice or another array-like value (not a bare
+    name: ``labels.long()`` of anything says nothing)."""
+    return isinstance(e, ast.Subscript) or _array_like(e)
 
 
 # ---------------------------------------------------------------------------------
@@ -547,9 +605,20 @@ class ProjectIndex:
         # (DL002, DL004), checkpoint facts for code that loads (DL005)
         need_cuda = _CUDA_WORDS.search(source) is not None
         need_ckpt = _LOAD_CALL.search(source) is not None
-        if not (need_cuda or need_ckpt):
+        need_tensor = _BARE_CONVERSION.search(source) is not None  # DL001: what a moved value is
+        if not (need_cuda or need_ckpt or need_tensor):
             return NONE
         imported = self.imports(path, own)
+        tensor_functions: set = set()
+        if need_tensor:
+            for target, names in imported:
+                if not self._words(target, (b"return",)):
+                    continue
+                s = self.summary(target)
+                if s is None or not s.tensor_returns:
+                    continue
+                funcs = set(s.tensor_returns)
+                tensor_functions |= {a or n for n, a in names if n in funcs} if names is not None else funcs
         entry: set = set()
         if need_cuda:
             for target, names in imported:
@@ -596,7 +665,7 @@ class ProjectIndex:
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
             host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
-                            host_program=host_program)
+                            host_program=host_program, tensor_functions=frozenset(tensor_functions))
 
 
 def _notebook_python(path: str) -> Optional[bytes]:

@@ -154,3 +154,19 @@ def test_a_method_call_is_no_call_of_the_scripts_gpu_check():
     )
     assert summarize(src.encode()).requires_cuda is False
     assert summarize((src + "train(model)\n").encode()).requires_cuda is True
+
+
+SPLITS = ("import torch\n\ndef split_batch(batch):\n    return batch[:, :-1], batch[:, -1:]\n\n"
+          "def fields(batch):\n    return batch['x'], batch['y']\n")
+MOVES = ("import torch\nfrom utils import split_batch, fields\nimport utils\n\n"
+         "def step(model, batch, device):\n    x, y = split_batch(batch)\n    x.to(device)\n"
+         "    a, b = utils.split_batch(batch)\n    b.to(device)\n"
+         "    p, q = fields(batch)\n    p.to(device)\n    return model(x), y, a, q\n")
+
+
+def test_values_unpacked_from_a_project_function_that_splits_tensors(tmp_path, monkeypatch):
+    write(tmp_path, {"utils.py": SPLITS, "train.py": MOVES})
+    found = [f for f in lint(tmp_path, monkeypatch, "train.py") if f[2] == "DL001"]
+    # `fields` returns items of a mapping (a BatchEncoding's move in place): silent
+    assert found == [("train.py", 7, "DL001"), ("train.py", 9, "DL001")]
+    assert summarize(SPLITS.encode()).tensor_returns == ["split_batch"]

@@ -917,13 +917,20 @@ class ValueModel:
         if self._splits(call, scope, cls):
             return TENSOR
         fn = None
+        project = self.names.project.tensor_functions
         if isinstance(call.func, cst.Name) and call.func.value not in self.names.aliases:
             fn = self._functions.get((None, call.func.value))
             fcls = None
+        elif isinstance(call.func, cst.Name):
+            # `from utils import split_batch`: a project function returning array-likes (devlint.project)
+            return _ARRAY if call.func.value in project else None
         elif (isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
               and call.func.value.value == "self" and cls is not None):
             fn = self._functions.get((cls, call.func.attr.value))
             fcls = cls
+        elif (isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+              and call.func.value.value in self.names.aliases):
+            return _ARRAY if call.func.attr.value in project else None  # `utils.split_batch(b)`
         if fn is None:
             return None
         kinds = self._returns_kinds(fn, fcls)
