@@ -153,6 +153,9 @@ class UnassignedTransfer(Rule):
             "import torch\nfrom torch import nn\ndef prep(model, x, d):\n    model.to(d)\n    x = x.to(d)\n"
             "    return x.size(0)\nprep(nn.Linear(2, 2), torch.ones(2), 'cpu')\n",
         ),
+        # ... nor one read as another object (`model.generate`): `model.to(d)` stays
+        Invalid("def run(model, ids, d):\n    model.to(d)\n    ids.to(d)\n    return model.generate(ids.unsqueeze(0))\n",
+                "def run(model, ids, d):\n    model.to(d)\n    ids = ids.to(d)\n    return model.generate(ids.unsqueeze(0))\n"),
         # an item of a tuple batch of a DataLoader parameter (every call passes one)
         Invalid(
             "from torch.utils.data import DataLoader\ndef train(model, loader, device):\n"

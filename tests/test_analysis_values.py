@@ -484,3 +484,22 @@ def test_elements_of_a_list_built_by_appending_tensors():
     """
     assert kind(src, "t", fn="f") == TENSOR
     assert kind(src, "m", fn="f") is None
+
+
+def test_a_name_read_as_another_object_is_never_derived():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    def run(model, input_ids, device):
+        model.to(device)
+        input_ids.to(device)
+        return model.generate(input_ids.unsqueeze(0))
+    def batches(loader, device):
+        for enc, y in loader:
+            enc.to(device)
+            print(enc.input_ids, y)
+    batches(DataLoader(range(4)), "cpu")
+    """
+    assert kind(src, "input_ids", fn="run") == TENSOR
+    assert kind(src, "model", fn="run") is None  # `.generate(...)`: no tensor method
+    assert kind(src, "enc", fn="batches") is None  # `.input_ids`: no tensor attribute

@@ -63,7 +63,8 @@ _LOADER = "loader"  # a DataLoader with the default collate (`DataLoader(ds)`, `
 _MAPPING = "mapping"  # used as a mapping: `**x`, `x["key"]`, `x.items()` (a batch, a BatchEncoding)
 _APPENDS_TENSOR = "appends_tensor"  # `xs.append(torch.ones(2))`
 _APPENDS_OTHER = "appends_other"  # `xs.append(v)` of anything not known to be a tensor
-_WEAK = frozenset({_ARRAY, _CONVERTED, _CALLED_ITEMS, _LOADER, _MAPPING, _APPENDS_TENSOR, _APPENDS_OTHER})
+_OBJECT = "object"  # an attribute or method no tensor has (`model.generate(...)`, `enc.input_ids`)
+_WEAK = frozenset({_ARRAY, _CONVERTED, _CALLED_ITEMS, _LOADER, _MAPPING, _APPENDS_TENSOR, _APPENDS_OTHER, _OBJECT})
 
 # ---- placements -----------------------------------------------------------------------
 HOST = "host"
@@ -135,6 +136,24 @@ _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.
 _PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 _LOADER_ATTRS = frozenset({"dataset", "sampler", "batch_sampler"})  # a DataLoader's own attributes
 _MAPPING_USE = frozenset({"items", "keys", "values"})
+# a tensor's attributes and (common) methods: anything else read off a value says it is some
+# other object (only ever used to keep a name from being *derived* a tensor, see _derive)
+_TENSOR_ATTRS = frozenset("shape device dtype T mT H data grad ndim is_cuda requires_grad real imag is_leaf "
+                          "grad_fn layout is_sparse".split())
+_TENSOR_API = frozenset(
+    """sum mean std var max min argmax argmin norm abs exp log sqrt pow clamp clamp_ float long int bool
+    half double bfloat16 byte char short item tolist numpy cpu cuda to size dim view view_as reshape
+    reshape_as permute transpose t contiguous squeeze unsqueeze squeeze_ unsqueeze_ flatten detach detach_
+    clone requires_grad_ backward zero_ fill_ copy_ add add_ mul mul_ sub sub_ div div_ masked_fill
+    masked_fill_ index_select gather scatter scatter_ scatter_add_ repeat repeat_interleave expand
+    expand_as eq ne gt lt ge le any all nonzero type type_as new_zeros new_ones new_full new_empty
+    new_tensor numel nelement element_size split chunk unbind topk sort argsort cumsum cumprod softmax
+    log_softmax sigmoid tanh relu matmul mm bmm dot round floor ceil sign masked_select narrow select
+    unfold roll flip index_put_ pin_memory is_pinned share_memory_ data_ptr to_dense to_sparse unique
+    bincount is_contiguous stride get_device normal_ uniform_ random_ fill_diagonal_ tril triu diag
+    logical_not logical_and logical_or float_power reciprocal neg fmod remainder isnan isinf isfinite
+    nan_to_num prod sub max_ min_ median mode kthvalue std_mean var_mean count_nonzero allclose equal
+    half_ record_stream""".split())
 # calls that split one tensor into a tuple of tensors (`torch.split(x, n)`, `x.chunk(2)`)
 _SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"})
 
@@ -491,6 +510,7 @@ class ValueModel:
         stack = [(root, scope, cls)]
         use = self._use
         aliases = self.names.aliases
+        callees: set = set()  # ids of the Attribute callees of calls met (`x.m` in `x.m(...)`)
         while stack:
             n, scope, cls = stack.pop()
             t = type(n)
@@ -507,6 +527,9 @@ class ValueModel:
                 if type(func) is cst.Attribute:
                     recv = func.value
                     meth = func.attr.value
+                    callees.add(id(func))
+                    if meth not in _TENSOR_API and meth not in TENSOR_METHODS and type(recv) is cst.Name:
+                        use(scope, cls, recv, _OBJECT)
                     if meth in TENSOR_ONLY_USE:
                         use(scope, cls, recv, TENSOR)
                     elif meth in MODULE_ONLY_USE:
@@ -544,6 +567,9 @@ class ValueModel:
                     use(scope, cls, n.value, _ARRAY)
                 elif n.attr.value in _LOADER_ATTRS:
                     use(scope, cls, n.value, _LOADER)
+                elif (id(n) not in callees and n.attr.value not in _TENSOR_ATTRS and type(n.value) is cst.Name
+                      and n.value.value != "self"):
+                    use(scope, cls, n.value, _OBJECT)  # `enc.input_ids`, `model.config`
             elif t is cst.Subscript:
                 if self._array_index(n, scope, cls):
                     use(scope, cls, n.value, _ARRAY)
