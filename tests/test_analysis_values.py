@@ -503,3 +503,15 @@ def test_a_name_read_as_another_object_is_never_derived():
     assert kind(src, "input_ids", fn="run") == TENSOR
     assert kind(src, "model", fn="run") is None  # `.generate(...)`: no tensor method
     assert kind(src, "enc", fn="batches") is None  # `.input_ids`: no tensor attribute
+
+
+def test_a_call_that_passes_star_args_shows_no_loader():
+    src = """
+    from torch.utils.data import DataLoader
+    def train(model, loader, d):
+        for xb, yb in loader:
+            xb.to(d)
+    train(None, DataLoader(range(4)), "cpu")
+    train(*parts)
+    """
+    assert kind(src, "xb", fn="train") is None  # the second call's loader cannot be known

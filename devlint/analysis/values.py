@@ -39,7 +39,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.calls import UNKNOWN, call_graph
+from devlint.analysis.calls import UNKNOWN as UNKNOWN_ARG, call_graph
 from devlint.syntax import call_arg, dotted, string_value
 from devlint.walk import children
 
@@ -834,7 +834,7 @@ class ValueModel:
             return False
         for call, caller in f.sites:
             a = f.bound_arg(call, name)
-            if a is None or a is UNKNOWN:
+            if a is None or a is UNKNOWN_ARG:
                 continue
             ccls = self._fn_cls.get(caller) if caller is not None else None
             if self.kind_of(a, caller, ccls, derive=False) not in (None, TENSOR, PARAM):
@@ -903,7 +903,7 @@ class ValueModel:
             return False
         for call, caller in sites:
             a = f.bound_arg(call, name)
-            if a is None or a is UNKNOWN:
+            if a is None or a is UNKNOWN_ARG:
                 return False
             if isinstance(a, cst.Call):
                 if not (self._default_loader(a) or self.tensor_loader_kind(a, caller) == TENSOR_LOADER):
