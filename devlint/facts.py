@@ -262,6 +262,7 @@ class _Prescan:
         elif type(s) is cst.Expr and type(s.value) is cst.Call:
             call = s.value
             func = call.func
+            self.f.values.record_move(call, scope)
             if (type(func) is cst.Attribute and func.attr.value == "register_buffer"
                     and type(func.value) is cst.Name and func.value.value == "self" and cls is not None
                     and call.args and string_value(call.args[0].value)):
@@ -397,6 +398,7 @@ class ContextTracker(BatchableCSTVisitor):
         self.blocks: list[_Block] = [_Block()]
         self.statement: Optional[cst.CSTNode] = None  # innermost simple statement line
         self.seen_statements: set = set()  # statements already entered, in source order
+        self.suites = 0  # one-line suites entered (`if c: assert x`): no block of their own
         self.closer = _Closer(self)
         self._polarity: dict = {}  # test node -> guard_polarity (facts are fixed by now)
 
@@ -498,6 +500,7 @@ class ContextTracker(BatchableCSTVisitor):
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
         self.seen_statements.add(node)
+        self.suites += 1
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._push_block()
@@ -616,8 +619,13 @@ class _Closer(BatchableCSTVisitor):
             t.blocks[-1].guarded = True
 
     def leave_Assert(self, node: cst.Assert) -> None:
-        if self.t.polarity(node.test) == 1:
+        # (an assert in a one-line suite, `if use_cuda: assert ...`, checks only that branch:
+        # the suite has no block of its own, and the enclosing block goes on without it)
+        if self.t.polarity(node.test) == 1 and not self.t.suites:
             self.t.blocks[-1].guarded = True
+
+    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self.t.suites -= 1
 
     def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         # `init_process_group("nccl")`, `check_gpu()` (a function of the file that exits without

@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ class ProjectFacts:
     # every checkpoint this file's program (it, its imports, the scripts beside it) saves
     # holds host data, and there is at least one
     host_program: bool = False
+    # names of project functions this file imports that return a tuple of array-like values
+    # (tensor slices, torch results): `x, y = split_batch(b)` unpacks tensors or arrays
+    tensor_functions: frozenset = frozenset()
 
     # base classes this file imports from the project that descend from nn.Module, as the file
     # spells them (``BaseModel``, ``base.BaseModel``): (name, moves its own attributes (an
@@ -63,11 +66,12 @@ class ProjectFacts:
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
-                or bool(self.module_bases) or self.nccl_only)
+                or bool(self.module_bases) or self.nccl_only
+                or bool(self.tensor_functions))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
-                     sorted(self.module_bases), self.nccl_only))
+                     sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -91,6 +95,7 @@ class Summary:
     saves: list = field(default_factory=list)  # [file name or None, host data?, a model's state?] per torch.save
     places: bool = False  # places any value on a device
     backends: list = field(default_factory=list)  # per init_process_group call: its backend, or None
+    tensor_returns: list = field(default_factory=list)  # top-level functions returning tuples of array-likes
 
 
 # ---------------------------------------------------------------------------------
@@ -211,8 +216,8 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
         if isinstance(value, ast.Call):
             if _nccl_init(value):
                 return True
-            d = _dotted(value.func)
-            if d is not None and d.rsplit(".", 1)[-1] in ensuring:
+            # a call of one of the file's own functions (`model.train()` runs no `def train`)
+            if isinstance(value.func, ast.Name) and value.func.id in ensuring:
                 return True
         if in_function and isinstance(s, ast.Return):
             return False
@@ -296,6 +301,12 @@ def _places(call: ast.Call) -> bool:
 # A module none of whose lines can bear on a CUDA requirement or a checkpoint needs no parse:
 # its imports and whether it runs as a script are read off its text (most of a library).
 _NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|\.save\(")
+# a return of slices or torch results (see _tensor_returns): worth a parse
+_TENSOR_RETURN = re.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
+                            re.M)
+# a statement that converts a plain name and throws the result away (DL001 asks what it is)
+_BARE_CONVERSION = re.compile(rb"^[ \t]*[A-Za-z_]\w*\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(",
+                              re.M)
 _SCRIPT_HINT = re.compile(rb"^(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()", re.M)
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))",
                           re.M)
@@ -328,7 +339,7 @@ def _text_summary(source: bytes) -> Summary:
 
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
-    if _NEEDS_AST.search(source) is None:
+    if _NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None:
         return _text_summary(source)
     try:
         tree = ast.parse(source)
@@ -378,7 +389,53 @@ def summarize(source: bytes) -> Optional[Summary]:
     s.cuda_functions = sorted(ensuring)
     s.backends = _backends(tree) if b"init_process_group" in source else []
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
+    s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     return s
+
+
+# NumPy arrays have these too, but no `.to()`: what DL001 asks is whether a converted value is a tensor
+_ARRAY_METHODS = {"view", "reshape", "unsqueeze", "permute", "contiguous", "transpose", "float", "long",
+                  "squeeze", "flatten", "detach", "clone"}
+_SPLITS = {"chunk", "split", "unbind", "tensor_split"}
+
+
+def _tensor_returns(fn) -> bool:
+    """Every return of ``fn`` is a tuple of array-like values (``x[:, :3]``, ``torch.cat(...)``,
+    ``x[i].view(-1)``), or a split of one (``torch.split(x, n)``, ``x.chunk(2)``)."""
+    found = False
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not fn:
+            return False  # (a nested function's returns are not this function's: keep it simple)
+        if isinstance(n, (ast.Yield, ast.YieldFrom)):
+            return False
+        if not isinstance(n, ast.Return):
+            continue
+        v = n.value
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in _SPLITS:
+            found = True
+            continue
+        if not isinstance(v, (ast.Tuple, ast.List)) or len(v.elts) < 2 or not all(_array_like(e) for e in v.elts):
+            return False
+        found = True
+    return found
+
+
+def _array_like(e) -> bool:
+    if isinstance(e, ast.Subscript):
+        sl = e.slice
+        return isinstance(sl, ast.Tuple) and any(isinstance(x, ast.Slice) for x in sl.elts)
+    if isinstance(e, ast.Call):
+        d = _dotted(e.func) or ""
+        if d.startswith("torch.") and d.count(".") == 1 or d.startswith("torch.nn.functional."):
+            return True
+        return isinstance(e.func, ast.Attribute) and e.func.attr in _ARRAY_METHODS and _array_like_base(e.func.value)
+    return False
+
+
+def _array_like_base(e) -> bool:
+    """The receiver of ``.view(-1)`` & co: a slice or another array-like value (not a bare
+    name: ``labels.long()`` of anything says nothing)."""
+    return isinstance(e, ast.Subscript) or _array_like(e)
 
 
 # ---------------------------------------------------------------------------------
@@ -766,7 +823,7 @@ class ProjectIndex:
             return ProjectFacts(cuda_only=fx["cuda_only"], cuda_entry=frozenset(fx["cuda_entry"]),
                                 host_files=frozenset(fx["host_files"]), host_program=fx["host_program"],
                                 module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]),
-                                nccl_only=fx["nccl_only"])
+                                nccl_only=fx["nccl_only"], tensor_functions=frozenset(fx["tensor_functions"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -779,7 +836,7 @@ class ProjectIndex:
                 "facts": {"cuda_only": facts.cuda_only, "cuda_entry": sorted(facts.cuda_entry),
                           "host_files": sorted(facts.host_files), "host_program": facts.host_program,
                           "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases),
-                          "nccl_only": facts.nccl_only}}
+                          "nccl_only": facts.nccl_only, "tensor_functions": sorted(facts.tensor_functions)}}
         try:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             tmp = f"{entry}.{os.getpid()}.tmp"
@@ -799,9 +856,20 @@ class ProjectIndex:
         need_ckpt = _LOAD_CALL.search(source) is not None
         # a class deriving a project class may be an nn.Module defined in another file
         module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD.search(source) else frozenset()
-        if not (need_cuda or need_ckpt):
+        need_tensor = _BARE_CONVERSION.search(source) is not None  # DL001: what a moved value is
+        if not (need_cuda or need_ckpt or need_tensor):
             return ProjectFacts(module_bases=module_bases) if module_bases else NONE
         imported = self.imports(path, own)
+        tensor_functions: set = set()
+        if need_tensor:
+            for target, names in imported:
+                if not self._words(target, (b"return",)):
+                    continue
+                s = self.summary(target)
+                if s is None or not s.tensor_returns:
+                    continue
+                funcs = set(s.tensor_returns)
+                tensor_functions |= {a or n for n, a in names if n in funcs} if names is not None else funcs
         entry: set = set()
         if need_cuda:
             for target, names in imported:
@@ -859,7 +927,8 @@ class ProjectIndex:
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
             host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
-                            host_program=host_program, module_bases=module_bases, nccl_only=nccl_only)
+                            host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
+                            tensor_functions=frozenset(tensor_functions))
 
 
 # ---------------------------------------------------------------------------------

@@ -20,7 +20,12 @@ class UnassignedTransfer(Rule):
     on the CPU). `nn.Module.to()` is different: it moves the module in place, so
     `model.to(device)` is correct and never flagged. devlint tells the two apart from
     evidence in the file (constructors, `nn.Parameter`, `register_buffer`,
-    annotations, how the value is used); when there is no evidence it stays silent.
+    annotations, how the value is used, and how it is bound: a parameter moved exactly
+    like a sibling parameter that is a known tensor, an item of a tuple batch from a
+    DataLoader, an element of a list of tensors, a value unpacked from a function of the
+    file that returns tensors); when there is no evidence it stays silent, and a value
+    used as a Module or a mapping (`model(**batch)`: a `BatchEncoding` moves in place)
+    is never taken for a tensor.
 
     ## Example
     ```python
@@ -69,6 +74,18 @@ class UnassignedTransfer(Rule):
         "import lightning as L\nclass M(L.LightningModule):\n    pass\nm = M()\nm.to('cpu')\n",
         # a loop over a list of unknown items
         "def f(items, d):\n    for t in items:\n        t.to(d)\n",
+        # a sibling used as a mapping: a BatchEncoding moves in place (`labels` is a tensor)
+        "import torch.nn.functional as F\ndef step(model, inputs, labels, d):\n    inputs.to(d)\n    labels.to(d)\n"
+        "    return F.cross_entropy(model(**inputs).logits, labels)\n",
+        # loop targets over Modules, and over (name, Module) pairs
+        "from torch import nn\ndef f(d):\n    nets = [nn.Linear(2, 2), nn.ReLU()]\n    for n in nets:\n        n.to(d)\n",
+        "def f(pairs, d):\n    for name, m in pairs:\n        m.to(d)\n",
+        # a loader parameter nothing shows is a DataLoader; a batch item used as a mapping
+        "def f(model, loader, d):\n    for enc, y in loader:\n        enc.to(d)\n",
+        "from torch.utils.data import DataLoader\ndef f(model, loader, d):\n    for enc, y in loader:\n"
+        "        enc.to(d)\n        model(**enc)\nf(None, DataLoader([]), 'cpu')\n",
+        # values unpacked from a function of the file that returns mapping items
+        "def split(b):\n    return b['x'], b['y']\ndef f(b, d):\n    x, y = split(b)\n    x.to(d)\n",
     ]
     INVALID = [
         Invalid("import torch\nx = torch.randn(3)\nx.to('cpu')\n",
@@ -122,6 +139,48 @@ class UnassignedTransfer(Rule):
             "def step(batch, device):\n    batch['x'].to(device)\n    batch['y'] = batch['y'].to(device)\n",
             "def step(batch, device):\n    batch['x'] = batch['x'].to(device)\n    batch['y'] = batch['y'].to(device)\n",
         ),
+        # a sibling parameter moved the same way as a known tensor (`x1.size(0)`)
+        Invalid(
+            "import torch\nclass Trainer:\n    def fit(self, x1, y1, vx1):\n        x1.to(self.device)\n"
+            "        vx1.to(self.device)\n        return x1.size(0), vx1\n",
+            "import torch\nclass Trainer:\n    def fit(self, x1, y1, vx1):\n        x1 = x1.to(self.device)\n"
+            "        vx1 = vx1.to(self.device)\n        return x1.size(0), vx1\n",
+        ),
+        # ... but not a sibling the file's own call shows is a Module (`model.to(d)` stays)
+        Invalid(
+            "import torch\nfrom torch import nn\ndef prep(model, x, d):\n    model.to(d)\n    x.to(d)\n"
+            "    return x.size(0)\nprep(nn.Linear(2, 2), torch.ones(2), 'cpu')\n",
+            "import torch\nfrom torch import nn\ndef prep(model, x, d):\n    model.to(d)\n    x = x.to(d)\n"
+            "    return x.size(0)\nprep(nn.Linear(2, 2), torch.ones(2), 'cpu')\n",
+        ),
+        # ... nor one read as another object (`model.generate`): `model.to(d)` stays
+        Invalid("def run(model, ids, d):\n    model.to(d)\n    ids.to(d)\n    return model.generate(ids.unsqueeze(0))\n",
+                "def run(model, ids, d):\n    model.to(d)\n    ids = ids.to(d)\n    return model.generate(ids.unsqueeze(0))\n"),
+        # an item of a tuple batch of a DataLoader parameter (every call passes one)
+        Invalid(
+            "from torch.utils.data import DataLoader\ndef train(model, loader, device):\n"
+            "    for xb, _ in loader:\n        xb.to(device)\n        model(xb)\n"
+            "train(None, DataLoader(list(range(4))), 'cpu')\n",
+            "from torch.utils.data import DataLoader\ndef train(model, loader, device):\n"
+            "    for xb, _ in loader:\n        xb = xb.to(device)\n        model(xb)\n"
+            "train(None, DataLoader(list(range(4))), 'cpu')\n",
+        ),
+        # ... a loader parameter read as one (`loader.dataset`)
+        Invalid(
+            "def evaluate(model, loader, device):\n    for i, (xb, yb) in enumerate(loader):\n"
+            "        yb.to(device)\n    return len(loader.dataset)\n",
+            "def evaluate(model, loader, device):\n    for i, (xb, yb) in enumerate(loader):\n"
+            "        yb = yb.to(device)\n    return len(loader.dataset)\n",
+        ),
+        # values unpacked from a function of the file that splits a tensor
+        Invalid(
+            "import torch\ndef split(data: torch.Tensor):\n    return data[:, :3], data[:, 3:]\n"
+            "def run(data, device):\n    x, y = split(data)\n    x.to(device)\n    return x\n",
+            "import torch\ndef split(data: torch.Tensor):\n    return data[:, :3], data[:, 3:]\n"
+            "def run(data, device):\n    x, y = split(data)\n    x = x.to(device)\n    return x\n",
+        ),
+        # a literal list of tensors; no fix (`t = t.to(d)` moves a copy nothing reads)
+        Invalid("import torch\ndef f(d):\n    a, b = torch.ones(2), torch.zeros(2)\n    for t in [a, b]:\n        t.to(d)\n"),
         # a loop over a list of tensors (the comprehension next to it does it right); no fix:
         # `t = t.to(device)` would move a copy nothing reads
         Invalid(

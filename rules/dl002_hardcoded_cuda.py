@@ -132,6 +132,11 @@ class HardcodedCuda(Rule):
         "import torch\ndef autocast_on(device='cuda'):\n    return torch.is_autocast_enabled(device)\n",
         "import torch\nclass Scaler:\n    def __init__(self, device='cuda'):\n"
         "        self.scaler = torch.amp.GradScaler(device=device)\n",
+        # an assert on the same line as the code it guards
+        "import torch\ndef f(x):\n    assert torch.cuda.is_available(); y = x.cuda()\n    return y\n",
+        # a method of the file that checks for a GPU, called on an instance of its class
+        "import sys, torch\nclass Bench:\n    def prepare(self):\n        if not torch.cuda.is_available():\n"
+        "            sys.exit('needs a GPU')\n    def run(self, x):\n        self.prepare()\n        return x.cuda()\n",
         # a helper that every caller in the file guards
         "import torch\ndef make():\n    return torch.ones(2).cuda()\nif torch.cuda.is_available():\n    print(make())\n",
         # a probe whose failure is handled, a backend class that says when it is available
@@ -260,6 +265,22 @@ class HardcodedCuda(Rule):
             "def f():\n    import torch\n    return torch.ones(1).cuda()\nprint(f())\n",
             "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
             "def f():\n    import torch\n    return torch.ones(1).to(device)\nprint(f())\n",
+        ),
+        Invalid(  # `model.eval()` does not run the file's `def eval` that checks for a GPU
+            "import sys, torch\ndef eval(model):\n    if not torch.cuda.is_available():\n        sys.exit(1)\n"
+            "def gradient_penalty(model, x):\n    model.eval()\n    return x.cuda()\n"
+            "print(gradient_penalty(torch.nn.Linear(2, 2), torch.ones(2)))\n",
+            "import sys, torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "def eval(model):\n    if not torch.cuda.is_available():\n        sys.exit(1)\n"
+            "def gradient_penalty(model, x):\n    model.eval()\n    return x.to(device)\n"
+            "print(gradient_penalty(torch.nn.Linear(2, 2), torch.ones(2)))\n",
+        ),
+        Invalid(  # a one-line `if use_cuda: assert ...` checks that branch only, not the lines below it
+            "import torch\nuse_cuda = torch.cuda.is_available()\ndef f(x):\n"
+            "    if use_cuda: assert torch.cuda.device_count() > 0\n    return x.cuda()\nprint(f(torch.ones(1)))\n",
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "use_cuda = torch.cuda.is_available()\ndef f(x):\n"
+            "    if use_cuda: assert torch.cuda.device_count() > 0\n    return x.to(device)\nprint(f(torch.ones(1)))\n",
         ),
         Invalid(  # a function name is no guard: `to_gpu` still crashes on a laptop
             "import torch\ndef to_gpu(x):\n    return x.cuda()\nprint(to_gpu(torch.ones(2)))\n",

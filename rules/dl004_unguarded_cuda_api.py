@@ -43,10 +43,15 @@ _CONTEXT_ONLY = frozenset({"device", "graph", "nvtx.range"})
 
 
 
-def _is_script(module: cst.Module) -> bool:
-    """A file that runs code when executed: a `__main__` block, a module-level loop, or a
+# command-line runners: `fire.Fire(main)` at module level runs `main` when the file is executed
+_CLI_RUNNERS = frozenset({"fire.Fire", "absl.app.run", "typer.run", "tyro.cli", "jsonargparse.CLI"})
+
+
+def _is_script(module: cst.Module, facts=None) -> bool:
+    """A file that runs code when executed: a `__main__` block, a module-level loop, a
     module-level call statement of a public function defined in the file (`main()`,
-    `train(model)`). A library's import-time set-up is not that: `_lazy_call(_check)`,
+    `train(model)`), or one handing such a function to a command-line runner
+    (`fire.Fire(main)`). A library's import-time set-up is not that: `_lazy_call(_check)`,
     `register_x(...)`, `benchmarker = _make_default()`, a call handing over a function."""
     defined = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
     for stmt in module.body:
@@ -56,6 +61,9 @@ def _is_script(module: cst.Module) -> bool:
             return True
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
+                if (facts is not None and isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                        and facts.qualname(small.value.func) in _CLI_RUNNERS):
+                    return True
                 value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
                 if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
                     continue
@@ -97,8 +105,11 @@ class UnguardedCudaApi(Rule):
     a function of the file that exits without a GPU. A file or function *name* guards
     nothing: `train_gpu.py` crashes on a laptop like any other script. Inside
     functions, only *scripts* are checked (a file with an `if __name__ == "__main__":`
-    block, a module-level loop, or a module-level call of one of its own public functions),
-    and a helper stays quiet when every call of it in the file is guarded (by its caller or
+    block, a module-level loop, a module-level call of one of its own public functions, or
+    one handing it to a command-line runner such as `fire.Fire(main)`); there a
+    `.pin_memory()` raises whatever it pins (a tensor, or a batch class pinning its
+    tensors), except a Module or a class's own `pin_memory()` method (the DataLoader calls
+    it when asked to pin). A helper stays quiet when every call of it in the file is guarded (by its caller or
     the caller's callers). In a library module the caller decides whether a CUDA-only helper
     runs (devlint does not follow calls across files), except for a training step: a
     function that runs `backward()` / `optimizer.step()` (itself or in a helper it calls)
@@ -156,7 +167,7 @@ class UnguardedCudaApi(Rule):
         "import argparse, torch\np = argparse.ArgumentParser()\nargs = p.parse_args()\n"
         "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n"
         "    torch.cuda.set_device(0)\n",
-        "def f(batch):\n    return batch.pin_memory()\n",  # no evidence it is a tensor
+        "def f(batch):\n    return batch.pin_memory()\n",  # a library: its caller decides
         "import torch\nname = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'\n",
         # a library module: its CUDA-only helper is guarded (or not) by the caller
         "import torch\ndef cuda_elapsed(start, end):\n    torch.cuda.synchronize()\n"
@@ -189,6 +200,16 @@ class UnguardedCudaApi(Rule):
         "if __name__ == '__main__':\n    check(None)\n",
         # a library function that does no training step: its caller decides
         "import torch\ndef timed(fn):\n    torch.cuda.synchronize()\n    return fn()\n",
+        # a library's helper that pins what it is given, and one that resets the peak statistics
+        "import torch\ndef pinned(batch):\n    return batch.pin_memory()\n",
+        "import torch\ndef measure(fn):\n    torch.cuda.reset_peak_memory_stats()\n    return fn()\n",
+        # a script's batch class: the DataLoader calls its own `pin_memory()` when asked to pin
+        "import torch\nclass Batch:\n    def __init__(self, x):\n        self.x = torch.as_tensor(x)\n"
+        "    def pin_memory(self):\n        self.x = self.x.pin_memory()\n        return self\n"
+        "if __name__ == '__main__':\n    print(Batch([1]).x)\n",
+        # a script's pin inside a guard; a Module has no `pin_memory()` of torch's
+        "import torch\ndef prefetch(batch):\n    if torch.cuda.is_available():\n        batch = batch.pin_memory()\n"
+        "    return batch\nif __name__ == '__main__':\n    prefetch(None)\n",
     ]
     INVALID = [
         Invalid("import torch\ntorch.cuda.synchronize()\n",
@@ -205,6 +226,21 @@ class UnguardedCudaApi(Rule):
                 "from torch.cuda import synchronize as sync\nimport torch\n"
                 "if torch.cuda.is_available():\n    sync()\n"),
         Invalid("import torch\nname = torch.cuda.get_device_name(0)\nprint(name)\n"),
+        # a script's helper pins whatever it is given: a batch's `pin_memory()` raises as a tensor's does
+        Invalid("import torch\ndef prefetch(batch):\n    return batch.pin_memory()\n"
+                "if __name__ == '__main__':\n    prefetch(torch.ones(2))\n"),
+        # a function a command-line runner calls is a script's function
+        Invalid(
+            "import fire\nimport torch\ndef evaluate(n=2):\n    torch.cuda.reset_peak_memory_stats()\n"
+            "    print(torch.ones(n).sum())\nfire.Fire(evaluate)\n",
+            "import fire\nimport torch\ndef evaluate(n=2):\n    if torch.cuda.is_available():\n"
+            "        torch.cuda.reset_peak_memory_stats()\n    print(torch.ones(n).sum())\nfire.Fire(evaluate)\n",
+        ),
+        # a tuple item of a DataLoader batch, pinned in a script's function
+        Invalid(
+            "from torch.utils.data import DataLoader\ndef run(loader):\n    for xb, yb in loader:\n"
+            "        xb = xb.pin_memory()\n        print(xb, yb)\n"
+            "if __name__ == '__main__':\n    run(DataLoader(list(range(4))))\n"),
         Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)\nstart.record()\n"),
         Invalid("import torch\nwith torch.cuda.device(1):\n    x = torch.ones(2)\n"),
         Invalid("import torch\nx = torch.ones(3)\ny = x.pin_memory()\nprint(y)\n"),
@@ -229,7 +265,7 @@ class UnguardedCudaApi(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._stmts: list = []  # innermost statement line that may be wrapped, or None
-        self._script = _is_script(ctx.module)
+        self._script = _is_script(ctx.module, ctx.facts)
         self._site_guarded: dict = {}  # Call inside a function -> guarded there
         self._steps: set = set()  # functions that run a training step (backward / optimizer.step)
         self._pending: list = []  # (function, node, message, fix): decided in finish()
@@ -309,8 +345,13 @@ class UnguardedCudaApi(Rule):
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "pin_memory" and not node.args:
-            if self.t.kind_of(func.value) is not None and self.t.kind_of(func.value) != "module":
-                self._found(node, "Tensor.pin_memory", "pin_memory")
+            if fn is not None and fn.name.value == "pin_memory" and self.t.method is fn:
+                return  # a batch class's own `pin_memory()`: the DataLoader calls it when asked to pin
+            kind = self.t.kind_of(func.value)
+            # a tensor; or, in a script, anything but a Module: a batch class's `pin_memory()`
+            # pins its tensors, which raises just the same
+            if (kind is not None or self._script) and kind != "module":
+                self._found(node, "Tensor.pin_memory" if kind is not None else "pin_memory", "pin_memory")
 
     def _no_device_index(self, node: cst.Call) -> bool:
         """``with torch.cuda.device(args.gpu_index):`` where the file sets that index to a

@@ -240,6 +240,30 @@ def test_statement_ensures_cuda(stmt, want):
     assert guards.statement_ensures_cuda(f, cst.parse_statement(stmt)) is want
 
 
+METHODS = ENSURE + '''
+def train(model):
+    assert torch.cuda.is_available()
+
+class Bench:
+    def prepare(self):
+        check_gpu()
+
+bench = Bench()
+'''
+
+
+@pytest.mark.parametrize("stmt,want", [
+    ("train(model)\n", True),  # the file's `def train`
+    ("model.train()\n", False),  # nn.Module.train: a method name alone runs no `def train`
+    ("self.prepare()\n", True),  # a method of the file that checks for a GPU
+    ("bench.prepare()\n", True),  # ... called on an instance the file builds
+    ("loader.prepare()\n", False),  # ... not on something else
+])
+def test_a_method_call_ensures_only_on_an_instance_of_its_class(stmt, want):
+    f = facts_of(METHODS)
+    assert guards.statement_ensures_cuda(f, cst.parse_statement(stmt)) is want
+
+
 # ---- CUDA extension code --------------------------------------------------------------------
 
 def test_autograd_function_feeding_a_compiled_kernel_is_cuda_only():

@@ -163,23 +163,24 @@ def test_container_annotations_and_comprehensions():
 def test_usage_evidence():
     src = """
     import torch
-    def f(a, b, c, d, e, g):
+    def f(a, b, c, g):
         n = a.size(0)
         idx = torch.randperm(n)
         b.to("cpu")
         y = b[idx]
         c.cuda()
         c[:, 0] = 1
+        z = torch.cat([g, y])
+    def h(d, e):
         d.to("cpu")
         e.to("cpu")
-        z = torch.cat([g, y])
         return e
     """
     assert kind(src, "a", fn="f") == TENSOR  # .size(0)
     assert kind(src, "b", fn="f") == TENSOR  # indexed by a tensor, and has .to()
     assert kind(src, "c", fn="f") == TENSOR  # array item assignment, and has .cuda()
-    assert kind(src, "d", fn="f") is None  # only .to(): a Module or a batch does that too
-    assert kind(src, "e", fn="f") is None
+    assert kind(src, "d", fn="h") is None  # only .to(): a Module or a batch does that too
+    assert kind(src, "e", fn="h") is None
     assert kind(src, "g", fn="f") == TENSOR  # torch.cat takes tensors
 
 
@@ -357,3 +358,174 @@ def test_a_loss_weight_is_a_tensor():
     assert kind(src, "w", "f") == TENSOR
     assert kind(src, "cw", "f") == TENSOR
     assert kind(src, "lr", "f") is None
+
+
+# ---- evidence from how a name is bound --------------------------------------------------
+
+def test_a_parameter_moved_like_a_sibling_tensor_is_a_tensor():
+    src = """
+    import torch
+    class T:
+        def fit(self, x1, vx1, batch, d):
+            x1.to(d)
+            vx1.to(d)
+            batch.cuda()
+            self.to(d)
+            return x1.size(0)
+        def other(self, m, x, d):
+            m.to(d)
+            x.to("cpu")
+            return x.size(0)
+    """
+    assert kind(src, "vx1", fn="fit", cls="T") == TENSOR
+    assert kind(src, "batch", fn="fit", cls="T") is None  # moved another way (`.cuda()`)
+    assert kind(src, "self", fn="fit", cls="T") is None  # the instance, not a sibling
+    assert kind(src, "m", fn="other", cls="T") is None  # `.to(d)` vs `.to("cpu")`
+
+
+def test_a_sibling_used_as_a_mapping_or_passed_a_module_stays_unknown():
+    src = """
+    import torch
+    from torch import nn
+    def step(model, inputs, labels, d):
+        inputs.to(d)
+        labels.to(d)
+        return model(**inputs), labels.size(0)
+    def prep(model, x, d):
+        model.to(d)
+        x.to(d)
+        return x.size(0)
+    prep(nn.Linear(2, 2), torch.ones(2), "cpu")
+    """
+    assert kind(src, "labels", fn="step") == TENSOR
+    assert kind(src, "inputs", fn="step") is None
+    assert kind(src, "model", fn="prep") is None
+
+
+def test_tuple_items_of_a_loader_are_tensors_once_converted():
+    src = """
+    from torch.utils.data import DataLoader
+    def train(model, loader, d):
+        for xb, yb in loader:
+            xb.to(d)
+            print(yb)
+    def evaluate(loader, d):
+        for i, (xb, yb) in enumerate(loader):
+            xb.to(d)
+        return len(loader.dataset)
+    def unknown(loader, d):
+        for xb, yb in loader:
+            xb.to(d)
+    def mapping(loader, d):
+        for enc, yb in loader:
+            enc.to(d)
+            enc["ids"]
+    def rebound(loader, d):
+        for xb, yb in loader:
+            xb = prepare(xb)
+            xb.to(d)
+    for xb, yb in DataLoader(range(4), collate_fn=list):
+        xb.to("cpu")
+    train(None, DataLoader(range(4)), "cpu")
+    mapping(DataLoader(range(4)), "cpu")
+    rebound(DataLoader(range(4)), "cpu")
+    """
+    assert kind(src, "xb", fn="train") == TENSOR  # every call passes a DataLoader
+    assert kind(src, "yb", fn="train") is None  # a list or a dict has no `.to()`: not converted, unknown
+    assert kind(src, "xb", fn="evaluate") == TENSOR  # read as a DataLoader (`loader.dataset`)
+    assert kind(src, "xb", fn="unknown") is None  # nothing says `loader` is a DataLoader
+    assert kind(src, "enc", fn="mapping") is None  # used as a mapping
+    assert kind(src, "xb", fn="rebound") is None  # bound again to an unknown value
+    assert kind(src, "xb") is None  # a custom collate_fn may build anything
+
+
+def test_elements_of_a_list_of_tensors():
+    src = """
+    import torch
+    from torch import nn
+    def f(d, x: torch.Tensor):
+        for t in [torch.ones(2), torch.zeros(2)]:
+            t.to(d)
+        for c in x.chunk(2):
+            c.to(d)
+        for m in [nn.Linear(2, 2), nn.ReLU()]:
+            m.to(d)
+        for k in {"a": torch.ones(2)}:
+            print(k)
+    """
+    assert kind(src, "t", fn="f") == TENSOR
+    assert kind(src, "c", fn="f") == TENSOR
+    assert kind(src, "m", fn="f") is None
+    assert kind(src, "k", fn="f") is None
+
+
+def test_values_unpacked_from_a_function_of_the_file():
+    src = """
+    import torch
+    def split(data: torch.Tensor):
+        return data[:, :3], data[:, 3:]
+    def slices(arr):
+        return arr[:, :3], arr[:, 3:]
+    def fields(b):
+        return b["x"], b["y"]
+    def run(data, d):
+        x, y = split(data)
+        a, b = slices(data)
+        a.to(d)
+        p, q = fields(data)
+        p.to(d)
+    """
+    assert kind(src, "x", fn="run") == TENSOR
+    assert kind(src, "a", fn="run") == TENSOR  # an array slice converted with `.to()`
+    assert kind(src, "b", fn="run") is None  # an array slice (NumPy too), never converted
+    assert kind(src, "p", fn="run") is None
+
+
+def test_elements_of_a_list_built_by_appending_tensors():
+    src = """
+    import torch
+    def f(d, n):
+        ts = []
+        for i in range(n):
+            ts.append(torch.randn(2))
+        for t in ts:
+            t.to(d)
+        mixed = []
+        mixed.append(torch.ones(2))
+        mixed.append(n)
+        for m in mixed:
+            m.to(d)
+    """
+    assert kind(src, "t", fn="f") == TENSOR
+    assert kind(src, "m", fn="f") is None
+
+
+def test_a_name_read_as_another_object_is_never_derived():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    def run(model, input_ids, device):
+        model.to(device)
+        input_ids.to(device)
+        return model.generate(input_ids.unsqueeze(0))
+    def batches(loader, device):
+        for enc, y in loader:
+            enc.to(device)
+            print(enc.input_ids, y)
+    batches(DataLoader(range(4)), "cpu")
+    """
+    assert kind(src, "input_ids", fn="run") == TENSOR
+    assert kind(src, "model", fn="run") is None  # `.generate(...)`: no tensor method
+    assert kind(src, "enc", fn="batches") is None  # `.input_ids`: no tensor attribute
+
+
+def test_a_call_that_passes_star_args_shows_no_loader():
+    src = """
+    from torch.utils.data import DataLoader
+    def train(model, loader, d):
+        for xb, yb in loader:
+            xb.to(d)
+    train(None, DataLoader(range(4)), "cpu")
+    train(*parts)
+    """
+    assert kind(src, "xb", fn="train") is None  # the second call's loader cannot be known

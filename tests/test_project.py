@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from devlint.cli import main
-from devlint.project import ProjectIndex, summarize
+from devlint.project import SUMMARY_VERSION, ProjectIndex, summarize
 
 
 def write(root: Path, files: dict) -> None:
@@ -109,7 +109,7 @@ def test_cache_follows_an_edit_of_an_imported_module(tmp_path, monkeypatch):
     assert ("train.py", 5, "DL004") in lint(tmp_path, monkeypatch, "train.py", cache=True)
     write(tmp_path, {"utils.py": ENTRY})
     assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL004"] == []
-    assert (tmp_path / ".devlint_cache" / "project-v5").is_dir()  # summaries kept by content hash
+    assert (tmp_path / ".devlint_cache" / f"project-v{SUMMARY_VERSION}").is_dir()  # summaries kept by content hash
 
 
 def test_summary_reads_old_pytorch_scripts():
@@ -184,7 +184,7 @@ def test_kept_facts_follow_a_new_importer_in_the_directory(tmp_path, monkeypatch
     read from is unchanged: a new script beside the module (a directory entry) counts."""
     write(tmp_path, {"train.py": EXITS, "layers.py": LAYERS})
     assert [f for f in lint(tmp_path, monkeypatch, "layers.py", cache=True) if f[0] == "layers.py"] == []
-    assert list((tmp_path / ".devlint_cache" / "project-v5" / "facts").rglob("*.json"))
+    assert list((tmp_path / ".devlint_cache" / f"project-v{SUMMARY_VERSION}" / "facts").rglob("*.json"))
     assert [f for f in lint(tmp_path, monkeypatch, "layers.py", cache=True) if f[0] == "layers.py"] == []
     write(tmp_path, {"demo.py": RUNS_ANYWHERE})
     assert ("layers.py", 10, "DL002") in lint(tmp_path, monkeypatch, "layers.py", cache=True)
@@ -208,3 +208,33 @@ def test_helpers_run_distributed_only_by_nccl_programs_need_no_guard(tmp_path, m
     assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "dist_utils.py"] == []
     write(tmp_path, {"train.py": TRAIN_DIST.format(backend="gloo")})
     assert ("dist_utils.py", 16, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_a_method_call_is_no_call_of_the_scripts_gpu_check():
+    # `model.train()` is nn.Module.train, not the script's `def train` that exits without a GPU
+    src = (
+        "import sys, torch\n"
+        "def train(model):\n"
+        "    if not torch.cuda.is_available():\n"
+        "        sys.exit('needs a GPU')\n"
+        "model = torch.nn.Linear(2, 2)\n"
+        "model.train()\n"
+    )
+    assert summarize(src.encode()).requires_cuda is False
+    assert summarize((src + "train(model)\n").encode()).requires_cuda is True
+
+
+SPLITS = ("import torch\n\ndef split_batch(batch):\n    return batch[:, :-1], batch[:, -1:]\n\n"
+          "def fields(batch):\n    return batch['x'], batch['y']\n")
+MOVES = ("import torch\nfrom utils import split_batch, fields\nimport utils\n\n"
+         "def step(model, batch, device):\n    x, y = split_batch(batch)\n    x.to(device)\n"
+         "    a, b = utils.split_batch(batch)\n    b.to(device)\n"
+         "    p, q = fields(batch)\n    p.to(device)\n    return model(x), y, a, q\n")
+
+
+def test_values_unpacked_from_a_project_function_that_splits_tensors(tmp_path, monkeypatch):
+    write(tmp_path, {"utils.py": SPLITS, "train.py": MOVES})
+    found = [f for f in lint(tmp_path, monkeypatch, "train.py") if f[2] == "DL001"]
+    # `fields` returns items of a mapping (a BatchEncoding's move in place): silent
+    assert found == [("train.py", 7, "DL001"), ("train.py", 9, "DL001")]
+    assert summarize(SPLITS.encode()).tensor_returns == ["split_batch"]

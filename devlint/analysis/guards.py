@@ -446,6 +446,40 @@ def _callee(call: cst.Call) -> Optional[str]:
     return None
 
 
+def _calls_ensuring(facts, call: cst.Call, ensuring: set) -> bool:
+    """``call`` runs a function that makes sure of a GPU: ``f(...)`` / ``C(...)`` of the file or
+    imported from the project, ``mod.f(...)`` of an imported module, ``self.m(...)`` of a
+    method ``C.m``, ``obj.m(...)`` where the file binds ``obj`` to ``C(...)``. A method name
+    alone is no evidence: ``model.eval()`` does not run a ``def eval`` of the file."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in ensuring
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return False
+    obj, meth = func.value.value, func.attr.value
+    if obj in facts.aliases:  # `utils.check_gpu()`: a function of an imported module
+        return meth in ensuring
+    classes = {k.split(".")[0] for k in ensuring if k.endswith("." + meth)}
+    if not classes:
+        return False
+    if obj in ("self", "cls"):
+        return True
+    return bool(_instances(facts).get(obj, set()) & classes)
+
+
+def _instances(facts) -> dict:
+    """name -> the file's classes whose instances the file binds to it (``r = Runner()``)."""
+    out = getattr(facts, "_instances_of", None)
+    if out is None:
+        out = {}
+        for (_, d), vals in facts.values.values.items():
+            for v in vals:
+                if isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
+                    out.setdefault(d, set()).add(v.func.value)
+        facts._instances_of = out
+    return out
+
+
 def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
     t = type(small)  # concrete node classes: cheaper than isinstance() against LibCST's ABCs
     if t is cst.Assert:
@@ -455,8 +489,7 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return False
     if _is_nccl_init(facts, value):
         return True
-    callee = _callee(value)
-    return callee is not None and callee in ensuring
+    return _calls_ensuring(facts, value, ensuring)
 
 
 def statement_ensures_cuda(facts, stmt: cst.CSTNode, ensuring: Optional[set] = None) -> bool:
@@ -627,7 +660,8 @@ class GuardModel:
         for _ in range(2):
             changed = False
             for name, fn, cls in funcs:
-                key = name if cls is None or name != "__init__" else cls.name.value
+                # a method is `Class.method`: only a call on an instance of that class runs it
+                key = name if cls is None else (cls.name.value if name == "__init__" else f"{cls.name.value}.{name}")
                 if key in self.ensuring or not isinstance(fn.body, cst.IndentedBlock):
                     continue
                 if _suite_ensures(f, fn.body, self.ensuring):

@@ -14,7 +14,14 @@ assignments and re-assignments, tuple unpacking, ``self.x`` set in one method an
 another, aliases of legacy constructors (``T = torch.cuda.FloatTensor if c else
 torch.FloatTensor``), loop targets of loaders whose items the file shows are tensors, and
 usage (``x.backward()``, ``x.size(0)``, ``x.shape``, ``x @ w``, ``torch.cat([x])``,
-``x[i] = ...``, ``batch[k] = batch[k].to(d)``). No evidence, no answer: rules stay silent.
+``x[i] = ...``, ``batch[k] = batch[k].to(d)``, ``F.relu(x)``, ``x.unsqueeze(0)``). When a
+name's own evidence is silent, how it is bound may answer (``_derived_kind``): a parameter
+moved by a statement exactly like a sibling parameter that is a known tensor, an item of a
+tuple batch of a DataLoader with the default collate (built in the file, or a parameter
+annotated, read (``loader.dataset``) or passed as one), an element of a list of tensors, a
+value unpacked from a function of the file that returns tensors; never a name used as a
+Module or a mapping (``model(**batch)``, ``batch["ids"]``). No evidence, no answer: rules
+stay silent.
 
 The model is built in two phases before any rule gets an answer: assignment evidence
 during the prescan (statements in source order, so ``y = x.float()`` sees what ``x`` is),
@@ -33,6 +40,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.nnbases import MODULE_FAMILIES, NON_MODULE_NN, is_module_base  # noqa: F401 (re-exported)
+from devlint.analysis.calls import UNKNOWN as UNKNOWN_ARG, call_graph
 from devlint.syntax import call_arg, dotted, string_value
 from devlint.walk import children, statements
 
@@ -50,9 +58,14 @@ TENSOR_DATASET = "tensor_dataset"  # a dataset whose items are tuples of tensors
 TENSOR_LOADER = "tensor_loader"  # a DataLoader over one
 TENSOR_CTOR = "tensor_ctor"  # an alias of a legacy constructor: T(...) builds a tensor
 _ARRAY = "array"  # shaped or indexed like an array (numpy does this too)
-_CONVERTED = "converted"  # receives `.to()`/`.cuda()`/... (Modules and batches do this too)
+_CONVERTED = "converted"  # receives `.to()`/`.cuda()`/`.pin_memory()`... (Modules and batches do this too)
 _CALLED_ITEMS = "called_items"  # `d[k](...)` / `d[k].parameters()`: its items are Modules
-_WEAK = frozenset({_ARRAY, _CONVERTED, _CALLED_ITEMS})
+_LOADER = "loader"  # a DataLoader with the default collate (`DataLoader(ds)`, `.dataset` read, annotated)
+_MAPPING = "mapping"  # used as a mapping: `**x`, `x["key"]`, `x.items()` (a batch, a BatchEncoding)
+_APPENDS_TENSOR = "appends_tensor"  # `xs.append(torch.ones(2))`
+_APPENDS_OTHER = "appends_other"  # `xs.append(v)` of anything not known to be a tensor
+_OBJECT = "object"  # an attribute or method no tensor has (`model.generate(...)`, `enc.input_ids`)
+_WEAK = frozenset({_ARRAY, _CONVERTED, _CALLED_ITEMS, _LOADER, _MAPPING, _APPENDS_TENSOR, _APPENDS_OTHER, _OBJECT})
 
 # ---- placements -----------------------------------------------------------------------
 HOST = "host"
@@ -88,7 +101,10 @@ TENSOR_METHODS = CONVERSIONS | frozenset(
 # Usage that only makes sense on one kind of value.
 TENSOR_ONLY_USE = frozenset(
     "backward item numpy tolist size dim ndim requires_grad_ add_ mul_ sub_ div_ copy_ zero_ "
-    "fill_ normal_ uniform_ detach clone view".split()
+    "fill_ normal_ uniform_ detach clone view "
+    # methods neither a NumPy array, a Module nor a mapping has
+    "unsqueeze unsqueeze_ squeeze_ permute contiguous masked_fill masked_fill_ expand expand_as narrow "
+    "index_select numel new_zeros new_ones new_full new_empty new_tensor".split()
 )
 MODULE_ONLY_USE = frozenset(
     "parameters named_parameters buffers named_buffers modules named_modules children "
@@ -108,6 +124,28 @@ _CAT_FUNCS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vsta
 _NOT_TENSOR_ARG = FACTORIES | _CAT_FUNCS | frozenset({"einsum", "where"})
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
 _PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+_LOADER_ATTRS = frozenset({"dataset", "sampler", "batch_sampler"})  # a DataLoader's own attributes
+_MAPPING_USE = frozenset({"items", "keys", "values"})
+# a tensor's attributes and (common) methods: anything else read off a value says it is some
+# other object (only ever used to keep a name from being *derived* a tensor, see _derive)
+_TENSOR_ATTRS = frozenset("shape device dtype T mT H data grad ndim is_cuda requires_grad real imag is_leaf "
+                          "grad_fn layout is_sparse".split())
+_TENSOR_API = frozenset(
+    """sum mean std var max min argmax argmin norm abs exp log sqrt pow clamp clamp_ float long int bool
+    half double bfloat16 byte char short item tolist numpy cpu cuda to size dim view view_as reshape
+    reshape_as permute transpose t contiguous squeeze unsqueeze squeeze_ unsqueeze_ flatten detach detach_
+    clone requires_grad_ backward zero_ fill_ copy_ add add_ mul mul_ sub sub_ div div_ masked_fill
+    masked_fill_ index_select gather scatter scatter_ scatter_add_ repeat repeat_interleave expand
+    expand_as eq ne gt lt ge le any all nonzero type type_as new_zeros new_ones new_full new_empty
+    new_tensor numel nelement element_size split chunk unbind topk sort argsort cumsum cumprod softmax
+    log_softmax sigmoid tanh relu matmul mm bmm dot round floor ceil sign masked_select narrow select
+    unfold roll flip index_put_ pin_memory is_pinned share_memory_ data_ptr to_dense to_sparse unique
+    bincount is_contiguous stride get_device normal_ uniform_ random_ fill_diagonal_ tril triu diag
+    logical_not logical_and logical_or float_power reciprocal neg fmod remainder isnan isinf isfinite
+    nan_to_num prod sub max_ min_ median mode kthvalue std_mean var_mean count_nonzero allclose equal
+    half_ record_stream""".split())
+# calls that split one tensor into a tuple of tensors (`torch.split(x, n)`, `x.chunk(2)`)
+_SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"})
 
 
 def annotation_kind(names, ann: Optional[cst.Annotation]) -> Optional[str]:
@@ -175,6 +213,19 @@ class ValueModel:
         self._unrecorded: list = []  # FunctionDefs met by a walk but not by the prescan
         self._module: Optional[cst.Module] = None
         self.values: dict = {}  # (scope, dotted) -> expressions assigned to it
+        # what a name's binding says when neither assignments nor usage name its kind (read by
+        # _derived_kind once the model is final): parameters, loop targets, tuple unpacking of
+        # a call, and bare conversions (`x.to(d)` as a statement)
+        self._params: dict = {}  # scope -> [parameter names] in order
+        self._binds: dict = {}  # (scope, name) -> how many bindings the prescan met
+        self._loop_items: dict = {}  # (scope, name) -> [(iterable, unpacked)]
+        self._unpacked: dict = {}  # (scope, name) -> [(Call, index, cls)]
+        self._moves: dict = {}  # scope -> [(name, Call)]: `name.to(...)` as a statement
+        self._functions: dict = {}  # (cls, name) -> FunctionDef (None when defined twice)
+        self._derived: dict = {}  # (scope, name) -> derived kind (answers asked at top level)
+        self._deriving: set = set()
+        self._returns_memo: dict = {}
+        self._loader_asking: set = set()
         self.final = False
 
     @property
@@ -194,11 +245,28 @@ class ValueModel:
             self._fn_cls[node] = cls
             if cls is not None:
                 self._class_fns.setdefault(cls, []).append(node)
+            if scope is None:  # a module-level function, or a method of a module-level class
+                key = (cls, node.name.value)
+                self._functions[key] = None if key in self._functions else node
         else:
             self._class_scope[node] = scope
 
     def record_param(self, scope, param: cst.Param) -> None:
-        self.add(scope, param.name.value, annotation_kind(self.names, param.annotation))
+        name = param.name.value
+        self.add(scope, name, annotation_kind(self.names, param.annotation))
+        if param.annotation is not None and self.names.qualname(param.annotation.annotation) in _DATALOADERS:
+            self.add(scope, name, _LOADER)
+        self._params.setdefault(scope, []).append(name)
+        self._bound(scope, name)
+
+    def _bound(self, scope, name: str) -> None:
+        self._binds[(scope, name)] = self._binds.get((scope, name), 0) + 1
+
+    def record_move(self, call: cst.Call, scope) -> None:
+        """``name.to(...)`` / ``name.cuda()`` ... as a statement (its result thrown away)."""
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value in CONVERSIONS and type(func.value) is cst.Name:
+            self._moves.setdefault(scope, []).append((func.value.value, call))
 
     def record_buffer(self, cls, name: str) -> None:
         self.add(cls, f"self.{name}", TENSOR)
@@ -214,15 +282,25 @@ class ValueModel:
                     isinstance(e, cst.StarredElement) for e in value.elements):
                 for t, v in zip(els, value.elements):
                     self.record_assign(t, v.value, scope, cls)
+                return  # (each target counted its binding)
             elif self.kind_of(value, scope, cls) == CONTAINER:
                 for t in els:  # `x, y = batch` over a batch of tensors
                     d = dotted(t)
                     if d is not None:
                         self.add(self._key_scope(d, scope, cls), d, TENSOR)
+            elif isinstance(value, cst.Call) and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                for i, t in enumerate(els):  # `x, y = split(data)`: what `split` returns decides
+                    if isinstance(t, cst.Name):
+                        self._unpacked.setdefault((scope, t.value), []).append((value, i, cls))
+            for t in els:
+                if isinstance(t, cst.Name):
+                    self._bound(scope, t.value)
             return
         d = dotted(target)
         if d is None:
             return
+        if isinstance(target, cst.Name) and not _self_conversion(d, value):
+            self._bound(scope, d)  # (`x = x.to(d)` keeps what `x` is: not another binding)
         key_scope = self._key_scope(d, scope, cls)
         if annotation is not None:
             self.add(key_scope, d, annotation_kind(self.names, annotation))
@@ -256,6 +334,8 @@ class ValueModel:
             loader = self.tensor_loader_kind(value, scope)
             if loader is not None:
                 return loader
+            if self._default_loader(value):
+                return _LOADER
             if self.names.qualname(value.func) in ("torch.device", "torch.accelerator.current_accelerator"):
                 return DEVICE
             if isinstance(value.func, cst.Name) and value.func.value in self.names.tensor_datasets:
@@ -280,8 +360,16 @@ class ValueModel:
                 return TENSOR_LOADER
         return None
 
+    def _default_loader(self, value: cst.BaseExpression) -> bool:
+        """``DataLoader(ds, ...)`` with the default collate: a tuple item of a batch is a tensor
+        (a list of strings or a dict has no ``.to``)."""
+        return (isinstance(value, cst.Call) and self.names.qualname(value.func) in _DATALOADERS
+                and call_arg(value, 0, "dataset") is not None and call_arg(value, 6, "collate_fn") is None
+                and not any(a.star for a in value.args))
+
     def record_for(self, target: cst.BaseExpression, it: cst.BaseExpression, scope) -> None:
         """``for t in tensors``, ``for x, y in loader``, ``for i, (x, y) in enumerate(loader)``."""
+        self._record_loop_items(target, it, scope)
         d = dotted(it)
         if d is not None and CONTAINER in self.kinds(d, scope) and isinstance(target, cst.Name):
             self.add(scope, target.value, TENSOR)
@@ -300,6 +388,23 @@ class ValueModel:
             for el in target.elements:
                 if isinstance(el.value, cst.Name):
                     self.add(scope, el.value.value, TENSOR)
+
+    def _record_loop_items(self, target: cst.BaseExpression, it: cst.BaseExpression, scope) -> None:
+        if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+                and "enumerate" not in self.names.bound_names and it.args
+                and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+            if isinstance(target.elements[0].value, cst.Name):
+                self._bound(scope, target.elements[0].value.value)
+            target, it = target.elements[1].value, it.args[0].value
+        if isinstance(target, cst.Name):
+            self._loop_items.setdefault((scope, target.value), []).append((it, False))
+            self._bound(scope, target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                if isinstance(el.value, cst.Name):
+                    if not isinstance(el, cst.StarredElement):
+                        self._loop_items.setdefault((scope, el.value.value), []).append((it, True))
+                    self._bound(scope, el.value.value)
 
     def tensor_dataset_class(self, cls: cst.ClassDef) -> bool:
         """A class of the file whose ``__getitem__`` returns only tensors (or tuples of them)."""
@@ -385,6 +490,7 @@ class ValueModel:
         stack = [(root, scope, cls)]
         use = self._use
         aliases = self.names.aliases
+        callees: set = set()  # ids of the Attribute callees of calls met (`x.m` in `x.m(...)`)
         while stack:
             n, scope, cls = stack.pop()
             t = type(n)
@@ -401,19 +507,29 @@ class ValueModel:
                 if type(func) is cst.Attribute:
                     recv = func.value
                     meth = func.attr.value
+                    callees.add(id(func))
+                    if meth not in _TENSOR_API and meth not in TENSOR_METHODS and type(recv) is cst.Name:
+                        use(scope, cls, recv, _OBJECT)
                     if meth in TENSOR_ONLY_USE:
                         use(scope, cls, recv, TENSOR)
                     elif meth in MODULE_ONLY_USE:
                         use(scope, cls, recv, MODULE)
                         if type(recv) is cst.Subscript:
                             use(scope, cls, recv.value, _CALLED_ITEMS)
-                    elif meth in CONVERSIONS:
+                    elif meth in CONVERSIONS or meth == "pin_memory":
                         use(scope, cls, recv, _CONVERTED)
+                    elif meth in _MAPPING_USE and not n.args:
+                        use(scope, cls, recv, _MAPPING)
+                    elif meth in ("append", "insert", "extend"):
+                        use(scope, cls, recv, _APPENDS_TENSOR if meth != "extend" and self._built_tensor(
+                            n.args[-1].value if n.args else None, scope, cls) else _APPENDS_OTHER)
                     q = self.names.qualname(func)
                     if q is not None and q.startswith("torch.") and q.count(".") == 1:
                         self._torch_args(n, q.rsplit(".", 1)[-1], scope, cls)
                     elif q is not None and q.startswith("torch.nn."):
                         self._loss_weights(n, q, scope, cls)
+                        if q.startswith("torch.nn.functional."):
+                            self._functional_args(n, scope, cls)
                 elif type(func) is cst.Name:
                     if func.value not in aliases:
                         use(scope, cls, func, MODULE)
@@ -421,14 +537,26 @@ class ValueModel:
                         q = aliases[func.value]
                         if q.startswith("torch.") and q.count(".") == 1:
                             self._torch_args(n, q.rsplit(".", 1)[-1], scope, cls)
+                        elif q.startswith("torch.nn.functional."):
+                            self._functional_args(n, scope, cls)
                 elif type(func) is cst.Subscript:
                     use(scope, cls, func.value, _CALLED_ITEMS)
+                for a in n.args:
+                    if a.star == "**":
+                        use(scope, cls, a.value, _MAPPING)  # `model(**inputs)`: a mapping
             elif t is cst.Attribute:
                 if n.attr.value in ("shape", "ndim", "is_cuda"):
                     use(scope, cls, n.value, _ARRAY)
+                elif n.attr.value in _LOADER_ATTRS:
+                    use(scope, cls, n.value, _LOADER)
+                elif (id(n) not in callees and n.attr.value not in _TENSOR_ATTRS and type(n.value) is cst.Name
+                      and n.value.value != "self"):
+                    use(scope, cls, n.value, _OBJECT)  # `enc.input_ids`, `model.config`
             elif t is cst.Subscript:
                 if self._array_index(n, scope, cls):
                     use(scope, cls, n.value, _ARRAY)
+                elif _is_string_index(n):
+                    use(scope, cls, n.value, _MAPPING)
             elif t is cst.BinaryOperation:
                 self._arith(n, scope, cls)
             elif t is cst.Assign:
@@ -454,6 +582,21 @@ class ValueModel:
                 self._use(scope, cls, el.value, TENSOR)  # torch.cat([x, y]) takes tensors only
         elif fn in TENSOR_FUNCS and fn not in _NOT_TENSOR_ARG:
             self._use(scope, cls, first, _ARRAY)
+
+    def _built_tensor(self, v: Optional[cst.BaseExpression], scope, cls) -> bool:
+        """``v`` is a tensor by what builds it or by its assignments (no usage: read while
+        usage is being read)."""
+        if isinstance(v, cst.Call):
+            q = self.names.qualname(v.func)
+            return q is not None and (q.startswith("torch.nn.functional.") or (
+                q.count(".") == 1 and q.startswith("torch.") and q.rsplit(".", 1)[-1] in TENSOR_FUNCS))
+        d = dotted(v) if v is not None else None
+        return d is not None and self._evidence_kind(d, scope, cls) == TENSOR
+
+    def _functional_args(self, call: cst.Call, scope, cls) -> None:
+        """``F.relu(x)``, ``F.cross_entropy(out, y)``: a functional op takes a tensor first."""
+        if call.args and call.args[0].keyword is None and not call.args[0].star:
+            self._use(scope, cls, call.args[0].value, TENSOR)
 
     def _array_index(self, sub: cst.Subscript, scope, cls) -> bool:
         """``x[:, 0]``, ``x[..., 1]``, ``x[idx]`` with a tensor ``idx``: array indexing."""
@@ -519,9 +662,13 @@ class ValueModel:
             use = set(self._use_kinds(scope, d))
         return ks, use
 
-    def kind_of(self, expr: cst.CSTNode, scope, cls=None) -> Optional[str]:
+    def kind_of(self, expr: cst.CSTNode, scope, cls=None, derive: bool = True) -> Optional[str]:
         """TENSOR / PARAM / MODULE / DEVICE / DTYPE / CONTAINER when the file gives evidence,
-        else None (never guess)."""
+        else None (never guess). ``derive=False``: the name's own evidence only (no evidence
+        taken from how it is bound, see ``_derived_kind``)."""
+        if isinstance(expr, cst.Name) and derive:
+            k = self.kind_of(expr, scope, cls, derive=False)
+            return k if k is not None else self._derived_kind(expr.value, scope, cls)
         if isinstance(expr, (cst.Name, cst.Attribute)):
             q = self.names.qualname(expr)
             if q is not None:
@@ -600,6 +747,244 @@ class ValueModel:
                 return TENSOR
             return None
         return None
+
+    # ---- evidence from how a name is bound (asked only when its own evidence is silent) ----
+    def _derived_kind(self, name: str, scope, cls) -> Optional[str]:
+        """TENSOR for a name that no assignment or use names, where what binds it shows a
+        tensor: a parameter moved like a sibling parameter that is a known tensor
+        (``x1.to(d)`` / ``vx1.to(d)``); an item of a tuple batch from a DataLoader with the
+        default collate (a loader built in the file, a parameter annotated as one, read as one
+        (``loader.dataset``) or passed one by every call in the file); an element of a list
+        of tensors; a value unpacked from a function of the file that returns tensors
+        (``x, y = split(data)``). A name used as a Module or a mapping (``model(**batch)``,
+        ``batch["ids"]``) is never derived: a ``BatchEncoding`` moves in place."""
+        if not self.final:
+            return None  # the prescan never reads usage
+        if scope is not None and name not in self.names.assigned_in.get(scope, ()):
+            scope, cls = None, None  # a global read in a function
+        key = (scope, name)
+        if key in self._derived:
+            return self._derived[key]
+        if key in self._deriving:
+            return None  # a cycle: no evidence
+        top = not self._deriving
+        self._deriving.add(key)
+        try:
+            out = self._derive(name, scope, cls)
+        finally:
+            self._deriving.discard(key)
+        if top:  # an answer reached inside another question may have met a cycle: not kept
+            self._derived[key] = out
+        return out
+
+    def _derive(self, name: str, scope, cls) -> Optional[str]:
+        if self.kinds(name, scope) - {_LOADER}:
+            return None  # assignments name another kind, or mix kinds
+        use = set(self._use_kinds(scope, name))
+        if use - {TENSOR, _ARRAY, _CONVERTED}:
+            return None  # used as a Module, a mapping, a loader, a container ...
+        binds = self._binds.get((scope, name), 0)
+        if binds == 1 and self._sibling_of_tensor(name, scope, cls):
+            return TENSOR
+        sources = [self._loop_item_kind(it, unpacked, scope, cls)
+                   for it, unpacked in self._loop_items.get((scope, name), ())]
+        sources += [self._unpacked_kind(call, i, scope, c) for call, i, c in self._unpacked.get((scope, name), ())]
+        if not sources or len(sources) != binds:
+            return None  # another binding (`x = f(x)`) may hold anything
+        if all(k == TENSOR for k in sources):
+            return TENSOR
+        if all(k in (TENSOR, _ARRAY) for k in sources) and _CONVERTED in use:
+            return TENSOR  # shaped like an array and converted with `.to()`: numpy has no `.to`
+        return None
+
+    def _sibling_of_tensor(self, name: str, scope, cls) -> bool:
+        """``name`` is a parameter moved by a statement (``x.to(d)``) exactly like another
+        parameter of the same function that is a known tensor."""
+        params = self._params.get(scope, ())
+        if name not in params or not isinstance(scope, cst.FunctionDef):
+            return False
+        if self._fn_cls.get(scope) is not None and params and params[0] == name and not any(
+                isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in scope.decorators):
+            return False  # `self.to(d)`: the instance (an nn.Module moves in place)
+        moves = self._moves.get(scope, ())
+        mine = [c for n, c in moves if n == name]
+        for c in mine:
+            for other, oc in moves:
+                if (other == name or other not in params or self._binds.get((scope, other), 0) != 1
+                        or oc.func.attr.value != c.func.attr.value or not _same_args(oc, c)):
+                    continue
+                if self.kind_of(cst.Name(other), scope, cls, derive=False) in (TENSOR, PARAM):
+                    return not self._passed_non_tensor(name, scope)
+        return False
+
+    def _passed_non_tensor(self, name: str, scope: cst.FunctionDef) -> bool:
+        """A call of ``scope`` in the file passes something known not to be a tensor for
+        ``name`` (``prepare(nn.Linear(2, 2), x, d)``)."""
+        g = call_graph(self.names)
+        f = g.func_of_node.get(scope)
+        if f is None:
+            return False
+        for call, caller in f.sites:
+            a = f.bound_arg(call, name)
+            if a is None or a is UNKNOWN_ARG:
+                continue
+            ccls = self._fn_cls.get(caller) if caller is not None else None
+            if self.kind_of(a, caller, ccls, derive=False) not in (None, TENSOR, PARAM):
+                return True
+        return False
+
+    def _loop_item_kind(self, it: cst.BaseExpression, unpacked: bool, scope, cls) -> Optional[str]:
+        it = self._unwrap_progress(it)
+        if not unpacked:  # `for t in tensors`
+            if isinstance(it, (cst.List, cst.Tuple)):
+                ks = {self.kind_of(e.value, scope, cls) for e in it.elements if isinstance(e, cst.Element)}
+                return TENSOR if ks and ks <= {TENSOR, PARAM} else None
+            if isinstance(it, cst.Call) and self._splits(it, scope, cls):
+                return TENSOR
+            d = dotted(it)
+            if d is None:
+                return None
+            key = self._key_scope(d, scope, cls)
+            vals = self.values.get((key, d), ())
+            if self.kind_of(it, scope, cls) != CONTAINER:
+                # `ts = []` then `ts.append(torch.ones(2))`: a list built of tensors only
+                use = self._use_kinds(key, d)
+                if (vals and all(isinstance(v, cst.List) and not v.elements for v in vals)
+                        and _APPENDS_TENSOR in use and _APPENDS_OTHER not in use
+                        and not self.kinds(d, scope)):
+                    return TENSOR
+                return None
+            if any(isinstance(v, (cst.Dict, cst.DictComp)) for v in vals):
+                return None  # iterating a dict gives its keys
+            return TENSOR
+        # `for x, y in loader`: an item of a tuple batch of the default collate is a tensor, a
+        # list or a dict, and of those only a tensor has `.to()` (_ARRAY: a tensor once converted)
+        if isinstance(it, cst.Call):
+            if self.tensor_loader_kind(it, scope) == TENSOR_LOADER:
+                return TENSOR
+            return _ARRAY if self._default_loader(it) else None
+        if not isinstance(it, cst.Name):
+            return None
+        return _ARRAY if self._is_loader(it.value, scope, cls) else None
+
+    def _is_loader(self, name: str, scope, cls) -> bool:
+        ks = self.kinds(name, scope)
+        if ks & {_LOADER, TENSOR_LOADER}:
+            return not ks - {_LOADER, TENSOR_LOADER}
+        if ks or self._binds.get((scope, name), 0) > 1:
+            return False
+        if _LOADER in self._use_kinds(scope, name):
+            return True  # `len(loader.dataset)`, `loader.sampler.set_epoch(e)`
+        params = self._params.get(scope, ())
+        if name not in params or not isinstance(scope, cst.FunctionDef):
+            return False
+        if (scope, name) in self._loader_asking:
+            return False  # a recursive call passes it on: no evidence
+        self._loader_asking.add((scope, name))
+        try:
+            return self._callers_pass_loader(name, scope)
+        finally:
+            self._loader_asking.discard((scope, name))
+
+    def _callers_pass_loader(self, name: str, scope) -> bool:
+        """Every call of the function ``scope`` in the file passes a loader for ``name``."""
+        g = call_graph(self.names)
+        f = g.func_of_node.get(scope)
+        sites = g.callers_of(scope) if f is not None else None
+        if not sites:
+            return False
+        for call, caller in sites:
+            a = f.bound_arg(call, name)
+            if a is None or a is UNKNOWN_ARG:
+                return False
+            if isinstance(a, cst.Call):
+                if not (self._default_loader(a) or self.tensor_loader_kind(a, caller) == TENSOR_LOADER):
+                    return False
+                continue
+            if not isinstance(a, cst.Name):
+                return False
+            ccls = self._fn_cls.get(caller) if caller is not None else None
+            if not self._is_loader(a.value, self._scope_of(a.value, caller), ccls):
+                return False
+        return True
+
+    def _scope_of(self, name: str, scope):
+        if scope is not None and name not in self.names.assigned_in.get(scope, ()):
+            return None
+        return scope
+
+    def _unwrap_progress(self, it: cst.BaseExpression) -> cst.BaseExpression:
+        """``tqdm(loader)``: a progress bar yields what it wraps."""
+        if isinstance(it, cst.Call) and it.args and it.args[0].keyword is None and not it.args[0].star:
+            q = self.names.qualname(it.func) or ""
+            if q.split(".")[0] == "tqdm" and q.rsplit(".", 1)[-1] == "tqdm":
+                return it.args[0].value
+        return it
+
+    def _splits(self, call: cst.Call, scope, cls) -> bool:
+        """``torch.split(x, n)``, ``x.chunk(2)``, ``x.unbind(0)``: a tuple of tensors."""
+        q = self.names.qualname(call.func)
+        if q is not None:
+            return q.count(".") == 1 and q.startswith("torch.") and q.rsplit(".", 1)[-1] in _SPLITS
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _SPLITS:
+            return self.kind_of(call.func.value, scope, cls) in (TENSOR, PARAM)
+        return False
+
+    def _unpacked_kind(self, call: cst.Call, index: int, scope, cls) -> Optional[str]:
+        """The kind of item ``index`` of what ``call`` returns (``x, y = split(data)``)."""
+        if self._splits(call, scope, cls):
+            return TENSOR
+        fn = None
+        project = self.names.project.tensor_functions
+        if isinstance(call.func, cst.Name) and call.func.value not in self.names.aliases:
+            fn = self._functions.get((None, call.func.value))
+            fcls = None
+        elif isinstance(call.func, cst.Name):
+            # `from utils import split_batch`: a project function returning array-likes (devlint.project)
+            return _ARRAY if call.func.value in project else None
+        elif (isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+              and call.func.value.value == "self" and cls is not None):
+            fn = self._functions.get((cls, call.func.attr.value))
+            fcls = cls
+        elif (isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+              and call.func.value.value in self.names.aliases):
+            return _ARRAY if call.func.attr.value in project else None  # `utils.split_batch(b)`
+        if fn is None:
+            return None
+        kinds = self._returns_kinds(fn, fcls)
+        return kinds[index] if kinds is not None and index < len(kinds) else None
+
+    def _returns_kinds(self, fn: cst.FunctionDef, cls) -> Optional[tuple]:
+        """Per position, TENSOR (every return puts a tensor there) or _ARRAY (a tensor or an
+        array slice ``data[:, :3]``), when every return of ``fn`` is a tuple of them."""
+        if fn in self._returns_memo:
+            return self._returns_memo[fn]
+        self._returns_memo[fn] = None  # recursion: no evidence
+        out: Optional[list] = None
+        for r in _returns(fn.body):
+            v = r.value
+            if not isinstance(v, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in v.elements):
+                out = None
+                break
+            ks = []
+            for e in v.elements:
+                k = self.kind_of(e.value, fn, cls)
+                if k in (TENSOR, PARAM):
+                    ks.append(TENSOR)
+                elif isinstance(e.value, cst.Subscript) and self._array_index(e.value, fn, cls):
+                    ks.append(_ARRAY)
+                else:
+                    ks.append(None)
+            if out is None:
+                out = ks
+            elif len(out) != len(ks):
+                out = None
+                break
+            else:
+                out = [a if a == b else (_ARRAY if {a, b} <= {TENSOR, _ARRAY} else None) for a, b in zip(out, ks)]
+        res = tuple(out) if out else None
+        self._returns_memo[fn] = res
+        return res
 
     def placement_of(self, expr: cst.CSTNode, scope, cls=None, _depth: int = 0) -> tuple:
         """``(placement, source)``: HOST / ACCEL / FOLLOWS (``source`` is the value whose device
@@ -722,6 +1107,20 @@ class ValueModel:
         if isinstance(dev, cst.Call) and self.names.qualname(dev.func) == "torch.device" and dev.args:
             return self._device_placement(dev.args[0].value)
         return None, None
+
+
+def _self_conversion(name: str, value: Optional[cst.BaseExpression]) -> bool:
+    """``name.to(d)``, ``name.float()``, ``name.pin_memory()``: a conversion of ``name`` itself."""
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in TENSOR_METHODS and isinstance(value.func.value, cst.Name)
+            and value.func.value.value == name)
+
+
+def _same_args(a: cst.Call, b: cst.Call) -> bool:
+    return len(a.args) == len(b.args) and all(
+        x.keyword is None and y.keyword is None or (x.keyword is not None and y.keyword is not None
+                                                    and x.keyword.value == y.keyword.value)
+        for x, y in zip(a.args, b.args)) and all(x.value.deep_equals(y.value) for x, y in zip(a.args, b.args))
 
 
 def _returns(body: cst.BaseSuite):
