@@ -86,6 +86,9 @@ class UnassignedTransfer(Rule):
         "        enc.to(d)\n        model(**enc)\nf(None, DataLoader([]), 'cpu')\n",
         # values unpacked from a function of the file that returns mapping items
         "def split(b):\n    return b['x'], b['y']\ndef f(b, d):\n    x, y = split(b)\n    x.to(d)\n",
+        # `requires_grad_` freezes a Module as well as a tensor: no evidence of a tensor
+        "import torch\nfrom diffusers import AutoencoderKL\nvae = AutoencoderKL.from_pretrained('m')\n"
+        "vae.requires_grad_(False)\nvae.to('cuda', dtype=torch.float16)\n",
     ]
     INVALID = [
         Invalid("import torch\nx = torch.randn(3)\nx.to('cpu')\n",

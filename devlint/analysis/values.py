@@ -98,9 +98,10 @@ TENSOR_METHODS = CONVERSIONS | frozenset(
     index_select masked_fill pow mul add sub div clamp clip float numpy_ pin_memory requires_grad_
     new_zeros new_ones new_empty new_full new_tensor""".split()
 )
-# Usage that only makes sense on one kind of value.
+# Usage that only makes sense on one kind of value (not `requires_grad_`: nn.Module has it too,
+# `vae.requires_grad_(False)` freezes a model).
 TENSOR_ONLY_USE = frozenset(
-    "backward item numpy tolist size dim ndim requires_grad_ add_ mul_ sub_ div_ copy_ zero_ "
+    "backward item numpy tolist size dim ndim add_ mul_ sub_ div_ copy_ zero_ "
     "fill_ normal_ uniform_ detach clone view "
     # methods neither a NumPy array, a Module nor a mapping has
     "unsqueeze unsqueeze_ squeeze_ permute contiguous masked_fill masked_fill_ expand expand_as narrow "
