@@ -195,6 +195,22 @@ class HardcodedCuda(Rule):
         "    device = torch.device(device)\n"
         "    if device.type == torch.device('cuda').type and not torch.cuda.is_available():\n"
         "        return torch.device('cpu')\n    return device\n",
+        # a method of the file that only answers a GPU test guards like the test itself
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self, opt):\n        super().__init__()\n"
+        "        self.opt = opt\n        self.T = torch.cuda.FloatTensor if self.use_gpu() else torch.FloatTensor\n"
+        "    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n"
+        "    def prep(self, x):\n        if self.use_gpu():\n            x = x.cuda()\n        return x\n",
+        # a buffer filled by a compiled kernel the project's loader hands back (`load_ext("_ext")`)
+        "import torch\nfrom torch.autograd import Function\nfrom ..utils import ext_loader\n"
+        "ext_module = ext_loader.load_ext('_ext', ['gather_points_forward'])\n"
+        "class GatherPoints(Function):\n    @staticmethod\n    def forward(ctx, features, indices):\n"
+        "        out = torch.cuda.FloatTensor(2, 3)\n        ext_module.gather_points_forward(features, indices, out)\n"
+        "        return out\n",
+        # the branch that wraps the model in DDP with device ids is a GPU branch
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel\n"
+        "def wrap(model, distributed):\n    if distributed:\n        model = model.cuda()\n"
+        "        model = DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])\n"
+        "    return model\n",
     ]
     INVALID = [
         Invalid(
@@ -328,6 +344,13 @@ class HardcodedCuda(Rule):
         ),
         # the user chose no GPU id: this branch runs exactly on the machines without one
         Invalid("import torch\ndef train(x, args):\n    if args.gpu is None:\n        x = x.cuda()\n    return x\n"),
+        # functions that answer each other answer nothing
+        Invalid("import torch\ndef a():\n    return b()\ndef b():\n    return a()\n"
+                "def f(x):\n    if a():\n        x = x.cuda()\n    return x\n"),
+        # DDP without device ids also wraps a CPU module (gloo): not a GPU branch
+        Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel\n"
+                "def wrap(model, distributed):\n    if distributed:\n        model = model.cuda()\n"
+                "        model = DistributedDataParallel(model)\n    return model\n"),
     ]
 
     def __init__(self, ctx) -> None:

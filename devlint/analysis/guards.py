@@ -145,6 +145,17 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         q = facts.qualname(test.func)
         if q in ("torch.cuda.is_available", "torch.cuda.is_initialized", "torch.cuda.device_count"):
             return 1
+        if q is None and not test.args:
+            name = _callee(test)
+            returned = _answering_functions(facts).get(name)
+            asking = facts.__dict__.setdefault("_answering_now", set())
+            if returned is not None and name not in asking:
+                # `self.use_gpu()` whose body is `return len(self.opt.gpu_ids) > 0`
+                asking.add(name)
+                try:
+                    return guard_polarity(facts, returned)
+                finally:
+                    asking.discard(name)
         if q == "torch.distributed.is_initialized" or (q is None and _callee(test) in distributed_model(facts).initialized_functions):
             # NCCL is the program's only process group: initialised means on GPUs
             return 1 if distributed_model(facts).nccl_only else 0
@@ -296,6 +307,36 @@ def is_world_size(facts, node: cst.CSTNode) -> bool:
         return name is not None and name in distributed_model(facts).world_size_functions
     d = dotted(node)
     return d is not None and d.rsplit(".", 1)[-1].lower().endswith("world_size")
+
+
+def _answering_functions(facts) -> dict:
+    """Functions and methods of the file whose body is one ``return <test>`` (a docstring
+    aside), by name: a call of one asks its test (``def use_gpu(self): return
+    len(self.opt.gpu_ids) > 0``). A name defined twice with different bodies answers nothing.
+    Computed once per file."""
+    found = getattr(facts, "_answering_functions", None)
+    if found is None:
+        found = facts._answering_functions = {}  # registered first: a body may call another
+        seen: dict = {}
+        for n in nodes(facts.module, into_scopes=True):
+            if type(n) is not cst.FunctionDef or not isinstance(n.body, cst.IndentedBlock):
+                continue
+            body = [st for st in n.body.body if not (
+                isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr)
+                and isinstance(st.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
+            ret = None
+            if (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1
+                    and isinstance(body[0].body[0], cst.Return) and body[0].body[0].value is not None):
+                ret = body[0].body[0].value
+            name = n.name.value
+            if name in seen and (ret is None or seen[name] is None
+                                 or facts.module.code_for_node(ret) != facts.module.code_for_node(seen[name])):
+                seen[name] = None
+            elif name not in seen:
+                seen[name] = ret
+        found.update((k, v) for k, v in seen.items() if v is not None and not (
+            isinstance(v, cst.Call) and _callee(v) == k))
+    return found
 
 
 def _bool(node: cst.CSTNode) -> Optional[bool]:
@@ -717,11 +758,23 @@ class GuardModel:
                         if full.split(".")[0] != "torch" and _EXTENSION_MODULE.search(full):
                             names.add(local or "")
                 elif (isinstance(s, cst.Assign) and isinstance(s.value, cst.Call)
-                      and self.facts.qualname(s.value.func) in _CPP_EXTENSION_LOADERS):
+                      and (self.facts.qualname(s.value.func) in _CPP_EXTENSION_LOADERS
+                           or self._loads_extension(s.value))):
                     for t in s.targets:
                         if isinstance(t.target, cst.Name):
                             names.add(t.target.value)
         return names
+
+    def _loads_extension(self, call: cst.Call) -> bool:
+        """``ext_loader.load_ext("_ext", [...])``, ``importlib.import_module("pkg._C")``: a
+        project's loader handing back a compiled extension module (named like one)."""
+        q = self.facts.qualname(call.func) or ""
+        name = dotted(call.func) or ""
+        last = name.rsplit(".", 1)[-1]
+        if q.startswith("torch.") or not ("load_ext" in last or last in ("import_module", "load_extension")):
+            return False
+        return any(_EXTENSION_MODULE.search(string_value(a.value) or "") for a in call.args
+                   if string_value(a.value))
 
     def _declares_cuda_availability(self, cls: cst.ClassDef) -> bool:
         """A backend class whose own ``is_available()`` asks for CUDA (Lightning's
@@ -795,7 +848,9 @@ class DistributedModel:
       (``args.dist_backend = "nccl"``, ``add_argument("--dist-backend", default="nccl")``).
     * ``nccl_only``: the file initialises a process group, always with NCCL.
     * ``nccl_flags``: conditions under which it does (``if args.distributed: ...
-      init_process_group(backend=args.dist_backend)``): a GPU guard wherever they are tested.
+      init_process_group(backend=args.dist_backend)``), or under which the model is wrapped in
+      ``DistributedDataParallel(..., device_ids=[...])`` (device ids: a module on GPUs): a GPU
+      guard wherever they are tested.
     * ``initialized_functions``: functions of the file answering "is the process group up"
       (``if not dist.is_initialized(): return False`` ... ``return True``).
     * ``world_size_functions``: functions returning ``dist.get_world_size()`` (or 1 without one).
@@ -809,6 +864,8 @@ class DistributedModel:
         self.world_size_functions: set = set()
 
     def build(self, facts) -> None:
+        if b"DistributedDataParallel" in facts.source:
+            self._ddp_flags(facts)
         if b"init_process_group" not in facts.source:
             # the scripts importing this module start only NCCL process groups (devlint.project)
             self.nccl_only = facts.project.nccl_only
@@ -850,6 +907,27 @@ class DistributedModel:
                 self.nccl_flags.add(d)
         for fn in funcs:
             self._classify(facts, fn)
+
+    def _ddp_flags(self, facts) -> None:
+        """``if distributed: model = DistributedDataParallel(model, device_ids=[...])``: DDP takes
+        device ids only for a module on GPUs, so that condition selects a GPU branch."""
+        for n in nodes(facts.module, into_scopes=True):
+            if type(n) is not cst.If or not isinstance(n.test, (cst.Name, cst.Attribute)):
+                continue
+            if not isinstance(n.body, cst.IndentedBlock):
+                continue
+            for st in n.body.body:
+                if not isinstance(st, cst.SimpleStatementLine):
+                    continue
+                for sm in st.body:
+                    value = sm.value if type(sm) in (cst.Assign, cst.Expr) else None
+                    if type(value) is not cst.Call:
+                        continue
+                    callee = (dotted(value.func) or "").rsplit(".", 1)[-1]
+                    ids = call_arg(value, None, "device_ids")
+                    if callee.endswith("DistributedDataParallel") and ids is not None and not (
+                            isinstance(ids.value, cst.Name) and ids.value.value == "None"):
+                        self.nccl_flags.add(dotted(n.test))
 
     def _functions(self, facts) -> None:
         for n in nodes(facts.module, into_scopes=True):
