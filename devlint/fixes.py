@@ -304,6 +304,14 @@ def cuda_to_call(call: cst.Call, device: cst.BaseExpression) -> cst.Call:
     return call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
 
 
+# legacy typed constructors (``torch.FloatTensor``, ``torch.cuda.LongTensor``) -> their dtype
+LEGACY_TYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+
+
 def legacy_factory(call: cst.Call) -> Optional[str]:
     """The factory that replaces a legacy typed constructor: ``torch.cuda.FloatTensor(2, 3)``
     allocates (``empty``), ``torch.cuda.FloatTensor([1, 2])`` holds data (``tensor``); None
@@ -323,6 +331,26 @@ def legacy_type_call(call: cst.Call, factory: str, torch_name: str, dtype: str,
     new_args.append(_keyword("dtype", cst.parse_expression(f"{torch_name}.{dtype}"), _arg_comma()))
     new_args.append(_keyword("device", device))
     return cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=new_args)
+
+
+def legacy_on_device(call: cst.Call, torch_name: str, device: cst.BaseExpression) -> tuple:
+    """A legacy CPU constructor created on ``device`` instead (DL010's port): ``(edit kind, call)``.
+
+    ``torch.LongTensor([[1, 2]])`` / ``torch.LongTensor([f(w) for w in ws])`` ->
+    ``torch.tensor(..., dtype=torch.int64, device=device)`` ("device"), ``torch.FloatTensor(2, 3)``
+    -> ``torch.empty(2, 3, dtype=torch.float32, device=device)`` ("device"); any other form (data
+    from a variable, whose meaning a factory might read differently: ``torch.LongTensor(3)`` is
+    three elements, ``torch.tensor(3)`` one; ``torch.Tensor``, which follows the default dtype)
+    keeps its constructor and moves: ``torch.LongTensor(batch).to(device)`` ("legacy")."""
+    last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    dtype = LEGACY_TYPES.get(last)
+    factory = legacy_factory(call)
+    if factory is None and len(call.args) == 1 and call.args[0].keyword is None and \
+            isinstance(call.args[0].value, cst.ListComp):
+        factory = "tensor"
+    if dtype is None or factory is None:
+        return "legacy", method_call(call, "to", device)
+    return "device", legacy_type_call(call, factory, torch_name, dtype, device)
 
 
 # ---- DL003's rewrites of host round trips (the questions: devlint.analysis.numpy_ops / transfers) ----

@@ -10,15 +10,10 @@ from devlint.analysis.calls import (call_graph, default_is_dead, guarded_by_call
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
-from devlint.fixes import (DeviceChoice, choose_device, choose_library_device, cuda_to_call, guarded_literal,
-                           legacy_factory, legacy_type_call, torch_ref)
+from devlint.fixes import (LEGACY_TYPES, DeviceChoice, choose_device, choose_library_device, cuda_to_call,
+                           guarded_literal, legacy_factory, legacy_type_call, torch_ref)
 from devlint.rule import Invalid, Rule
 
-LEGACY_TYPES = {
-    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
-    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
-}
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
 # names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
 _DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
