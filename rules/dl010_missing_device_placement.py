@@ -69,6 +69,7 @@ class _Scope:
     models: set = field(default_factory=set)
     moved: set = field(default_factory=set)  # loops whose batch is moved
     flow: Optional[Origins] = None
+    cls: Optional[cst.ClassDef] = None  # a method of a Module class of the file: its class
 
 
 class MissingDevicePlacement(Rule):
@@ -259,6 +260,8 @@ class MissingDevicePlacement(Rule):
                                                     if isinstance(n, cst.Call)):
                 self._batches(sc)
                 self._analyze(sc)
+        for sc in self._method_scopes(module):
+            self._analyze(sc, strict=False)
         for n in nodes(module, into_scopes=True):
             if isinstance(n, cst.Call) and self.facts.is_torch(n.func, "torch.load") and \
                     call_arg(n, 1, "map_location") is None and not any(a.star for a in n.args):
@@ -276,6 +279,18 @@ class MissingDevicePlacement(Rule):
 
     def _model_call(self, sc: _Scope, call: cst.Call) -> Optional[frozenset]:
         f, models = call.func, self._callables(sc)
+        if sc.cls is not None:  # inside a method: `self(x)`, `self.fc(x)`, `self.init_hidden(n)`
+            me = sc.node.params.params[0].name.value
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == me:
+                if f.attr.value in _MODULE_API:
+                    return None
+                made = self._method_returns(sc.cls, f.attr.value)
+                return made if made is not None else frozenset({Leaf(DEVICE, call, None)})
+            root = f
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value == me:
+                return frozenset({Leaf(DEVICE, call, None)})
         if (isinstance(f, cst.Name) and (f.value in models or self._model_alias(sc, f.value))) or (
                 isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in models
                 and f.attr.value not in _MODULE_API):  # model(x), model.forward(x), model.predict(x)
@@ -285,6 +300,28 @@ class MissingDevicePlacement(Rule):
                     return made
             return frozenset({Leaf(DEVICE, call, None)})
         return None
+
+    def _method_scopes(self, module: cst.Module) -> list:
+        """The methods of the file's Module classes (but ``__init__``, whose tensors are parameters,
+        buffers or attributes): a tensor they create per call next to the model's inputs or
+        submodules (an RNN's initial state in ``forward``) must be created on the device too.
+        Their inputs are on the device (every parameter but ``self``)."""
+        out = []
+        for cls in module.body:
+            if not (isinstance(cls, cst.ClassDef) and cls.name.value in self.facts.module_classes):
+                continue
+            for meth in cls.body.body:
+                if not isinstance(meth, cst.FunctionDef) or meth.name.value == "__init__" or not meth.params.params:
+                    continue
+                sc = _Scope(meth, meth.body, cls=cls)
+                me = meth.params.params[0].name.value
+                sc.flow = Origins(self.facts, meth.body, meth, outer=self.scopes[0].flow, visiting=self._visiting,
+                                  call_leaf=lambda c, sc=sc: self._model_call(sc, c),
+                                  name_leaf=lambda n, me=me: frozenset() if n == me else None,
+                                  param_leaves=lambda o, n, meth=meth: frozenset({Leaf(DEVICE, meth, None)}))
+                out.append(sc)
+        self.scopes.extend(out)
+        return out
 
     def _method_returns(self, cls: Optional[cst.ClassDef], name: str) -> Optional[frozenset]:
         """``model.init_hidden()``: what a method of the model's class (not its forward) returns
@@ -418,7 +455,10 @@ class MissingDevicePlacement(Rule):
                         self.reasons.append(f"`{lp.source}` may yield non-tensors")
                     self._move_batch(lp)
 
-    def _analyze(self, sc: _Scope) -> None:
+    def _analyze(self, sc: _Scope, strict: bool = True) -> None:
+        """Place what the model, a loss or an operation with a device value reads in one scope.
+        ``strict``: a value that cannot be placed is a leftover (in a method of a Module class,
+        whose inputs are assumed on the device, only creation sites are placed)."""
         flow = sc.flow
         sinks, ops, numpy_calls = [], [], []
         for n in nodes(sc.body):
@@ -428,11 +468,12 @@ class MissingDevicePlacement(Rule):
                 ops.append(n)
                 if isinstance(n.func, cst.Attribute) and n.func.attr.value == "numpy" and not n.args:
                     numpy_calls.append(n)
-                self._opaque_use(n, self._callables(sc))
+                if sc.cls is None:
+                    self._opaque_use(n, self._callables(sc))
             elif isinstance(n, (cst.BinaryOperation, cst.Comparison, cst.AugAssign, cst.Subscript)):
                 ops.append(n)
         for e in sinks:
-            self._place_expr(sc, e, strict=True)
+            self._place_expr(sc, e, strict=strict)
         # a tensor next to a device value in an operation must be there too (unknowns may be numbers)
         for _ in range(10):
             changed = False
@@ -444,6 +485,8 @@ class MissingDevicePlacement(Rule):
                         changed = self._place_expr(sc, p, strict=False, target=target) or changed
             if not changed:
                 break
+        if sc.cls is not None:
+            return
         for op in ops:
             if isinstance(op, cst.Call) and (self.facts.qualname(op.func) or "").split(".")[0] in _HOST_LIBS:
                 if any(self._on_device(flow.leaves(a.value)) for a in op.args):
@@ -522,8 +565,8 @@ class MissingDevicePlacement(Rule):
         """``e`` is a tensor made only of values that feed a Dataset/DataLoader (``X``, ``X[:4]``,
         ``X_test = X[-8:]``, ``X.float() / 255``), numbers aside: it can be moved where it is used."""
         if isinstance(e, cst.Name):
-            if e.value in self.dataset_inputs:
-                return True
+            if e.value in self.dataset_inputs:  # the data set's own tensor, not a namesake
+                return any(self._held(lf) for lf in sc.flow.leaves(e))
             if e.value in seen or len(seen) > 20:
                 return False
             seen.add(e.value)

@@ -34,7 +34,7 @@ import libcst as cst
 from devlint.syntax import factory_takes_device
 from devlint.facts import DEVICE_LESS_FACTORIES, call_arg, dotted
 from devlint.syntax import own_params
-from devlint.walk import nodes, statements
+from devlint.walk import children, nodes, statements
 
 DEVICE, ORIGIN, HOST = "device", "origin", "host"
 _MAX_DEPTH = 60  # nested expressions / names followed at once (a 500-term sum is not followed)
@@ -155,6 +155,27 @@ def bindings(body: cst.CSTNode) -> dict:
     return binds
 
 
+def _inner_blocks(stmt: cst.CSTNode) -> list:
+    """The statement lists directly inside a compound statement (bodies, else/except/finally)."""
+    out = []
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        out.append(body.body)
+    for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
+        if part is not None:
+            out.extend(_inner_blocks(part))
+    return out
+
+
+def _local_to(fn: cst.CSTNode, name: str, facts) -> bool:
+    """``name`` is a variable of the function itself (a parameter or assigned there, not global)."""
+    if isinstance(fn, cst.Lambda):
+        return name in [p.name.value for p in own_params(fn)]
+    if not (name in facts.assigned_in.get(fn, ()) or name in [p.name.value for p in own_params(fn)]):
+        return False
+    return not any(type(n) is cst.Global and any(g.name.value == name for g in n.names) for n in statements(fn.body))
+
+
 def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
     """``name = ...`` / ``a, name = ...`` rebinds the name; ``name[i] = ...`` writes into it."""
     targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else \
@@ -204,8 +225,9 @@ class Origins:
         self.name_leaf = name_leaf or (lambda name: None)
         self.param_leaves = param_leaves or (lambda origins, name: None)
         self.call_element = call_element or (lambda call, i: None)
-        self._top: Optional[dict] = None  # id(node) -> index of its top-level statement
-        self._rebound: dict = {}  # name -> (its last binding, that binding's top-level index) or None
+        self._block_of: Optional[dict] = None  # id(statement) -> (its statement list, index)
+        self._position: dict = {}  # id(statement list) -> {id(node): index of its statement}
+        self._rebound: dict = {}  # name -> (its last binding, its statement list, index) or None
         self.visiting = visiting if visiting is not None else set()  # shared across scopes
         self._memo: dict = {}
         self._local: list = []  # comprehension bindings: [{name: leaves}]
@@ -294,52 +316,78 @@ class Origins:
                 return known
         return self.leaves(site.value)
 
-    def _top_index(self) -> dict:
-        """id(node) -> the index of the top-level statement of the scope that holds it."""
-        if self._top is None:
-            self._top = {}
-            for i, stmt in enumerate(getattr(self.body, "body", ())):
+    def _blocks(self) -> dict:
+        """id(statement) -> (the statement list that holds it, its index there), for every
+        statement of the scope (small statements too; nested scopes excluded)."""
+        if self._block_of is None:
+            self._block_of = {}
+            todo = [getattr(self.body, "body", ())]
+            while todo:
+                block = todo.pop()
+                for i, stmt in enumerate(block):
+                    self._block_of[id(stmt)] = (block, i)
+                    if isinstance(stmt, cst.SimpleStatementLine):
+                        for small in stmt.body:
+                            self._block_of[id(small)] = (block, i)
+                    elif not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                        todo.extend(_inner_blocks(stmt))
+        return self._block_of
+
+    def _positions(self, block) -> dict:
+        """id(node) -> the index of the statement of ``block`` that holds it (nested scopes included)."""
+        key = id(block)
+        if key not in self._position:
+            self._position[key] = {}
+            for i, stmt in enumerate(block):
                 for n in nodes(stmt, into_scopes=True):
-                    self._top[id(n)] = i
-        return self._top
+                    self._position[key][id(n)] = i
+        return self._position[key]
 
     def _rebinding(self, name: str) -> Optional[tuple]:
-        """``(last site, its top-level index)`` when ``name``'s last binding is a plain top-level
-        assignment that every read elsewhere follows: reads after it see only that binding
-        (``x = torch.LongTensor(x)`` after ``x, y = make_batch()``), reads up to it (its own
-        value included) only the earlier ones; None otherwise."""
+        """``(last site, its statement list, its index there)`` when ``name``'s last binding is a
+        plain assignment statement of its own, every other binding comes before it in the same
+        statement list, and every read of the name sits in that list too: reads after it see
+        only that binding (``x = torch.LongTensor(x)`` after ``x, y = make_batch()``), reads up
+        to it (its own value included) only the earlier ones; None otherwise."""
         if name in self._rebound:
             return self._rebound[name]
         self._rebound[name] = None
         sites = self.binds.get(name) or []
-        if len(sites) < 2 or any(s.kind == "append" for s in sites):
+        if len(sites) < 2 or any(s.kind not in ("assign", "item") for s in sites):
             return None
-        top = self._top_index()
-        body = list(getattr(self.body, "body", ()))
-        last = max(sites, key=lambda s: top.get(id(s.stmt), len(body)))
-        at = top.get(id(last.stmt))
-        if at is None or last.kind != "assign" or not isinstance(body[at], cst.SimpleStatementLine) or \
-                not any(small is last.stmt for small in body[at].body) or len(body[at].body) != 1 or \
-                not _rebinds(last.stmt, name):
+        where = self._blocks()
+        binding = [s for s in sites if s.kind == "assign"]
+        last = binding[-1]
+        if id(last.stmt) not in where or not _rebinds(last.stmt, name):
             return None
-        if any(top.get(id(s.stmt), at) >= at for s in sites if s is not last):
+        block, at = where[id(last.stmt)]
+        if not isinstance(block[at], cst.SimpleStatementLine) or len(block[at].body) != 1:
             return None
-        # statements before the rebinding where the name may appear: the earlier bindings, each
-        # a top-level simple statement of its own (a read anywhere else could be one that reaches
-        # the model before the rebinding, or in a function called after it)
-        simple = {top[id(s.stmt)] for s in sites if s is not last
-                  and isinstance(body[top[id(s.stmt)]], cst.SimpleStatementLine)
-                  and any(small is s.stmt for small in body[top[id(s.stmt)]].body)}
-        for n in nodes(self.body, into_scopes=True):
-            if type(n) is cst.Name and n.value == name and top.get(id(n), at) < at and top[id(n)] not in simple:
-                return None
-        self._rebound[name] = (last, at)
+        pos = self._positions(block)
+        if any(pos.get(id(s.stmt), at) >= at for s in sites if s is not last):
+            return None  # a binding after it, or outside its statement list
+        # where else the name may appear before the rebinding: the earlier bindings, each a
+        # statement of its own (a read anywhere else may reach the model with an earlier value)
+        simple = {pos[id(s.stmt)] for s in sites if s is not last and isinstance(block[pos[id(s.stmt)]],
+                                                                                  cst.SimpleStatementLine)}
+        stack = list(getattr(self.body, "body", ()))
+        while stack:
+            n = stack.pop()
+            if type(n) is cst.Name and n.value == name:
+                i = pos.get(id(n))
+                if i is None or (i < at and i not in simple):
+                    return None
+                continue
+            if type(n) in (cst.FunctionDef, cst.Lambda) and _local_to(n, name, self.facts):
+                continue  # its own `name` is another variable
+            stack.extend(children(n, trivia=False))
+        self._rebound[name] = (last, block, at)
         return self._rebound[name]
 
     def _earlier(self, e: cst.Name) -> Optional[frozenset]:
         """The leaves of a read of a rebound name up to its rebinding: the earlier bindings'."""
         rebound = self._rebinding(e.value) if e.value in self.binds else None
-        if rebound is None or self._top_index().get(id(e), rebound[1] + 1) > rebound[1]:
+        if rebound is None or self._positions(rebound[1]).get(id(e), rebound[2] + 1) > rebound[2]:
             return None
         key = (id(self), e.value, "before")
         if key in self.visiting:
