@@ -316,7 +316,7 @@ class MissingDevicePlacement(Rule):
                 sc = _Scope(meth, meth.body, cls=cls)
                 me = meth.params.params[0].name.value
                 sc.flow = Origins(self.facts, meth.body, meth, outer=self.scopes[0].flow, visiting=self._visiting,
-                                  call_leaf=lambda c, sc=sc: self._model_call(sc, c),
+                                  call_leaf=lambda c, sc=sc: self._model_call(sc, c) or self._local_call(sc, c),
                                   name_leaf=lambda n, me=me: frozenset() if n == me else None,
                                   param_leaves=lambda o, n, meth=meth: frozenset({Leaf(DEVICE, meth, None)}))
                 out.append(sc)
