@@ -110,14 +110,22 @@ class MissingDevicePlacement(Rule):
     the batch moved at the top of each loop over a DataLoader or dataset (tuple,
     list and dict batches), `device=device` on tensor factories whose values meet
     the model, `map_location=device` on `torch.load`, and `.cpu()` before `.numpy()`
-    on values that come back from the model. On a CPU-only machine the program
-    computes exactly what it did before. The port must be complete: every tensor that
-    reaches the model or a loss is created on the device, moved with its batch, or comes
-    out of the model. When one cannot be placed (its origin is unknown, it comes from code
-    the file cannot see, or it also feeds a `Dataset`/`DataLoader`), there is no fix and
-    the message names the value that would stay on the host. A complete port is unsafe
-    (the message says why) when a loader's dataset may yield non-tensors, the model is
-    handed to code the file cannot see, or a host library reads values now on the device.
+    on values that come back from the model. A legacy constructor over data written in
+    the call (`torch.LongTensor([[1, 2]])`) becomes `torch.tensor(..., dtype=torch.int64,
+    device=device)`; over a variable (`torch.LongTensor(batch)`, whose meaning depends on
+    what `batch` holds) it is followed by `.to(device)`. A tensor that also feeds a
+    `TensorDataset`/`DataLoader` stays on the host (its batches move in the loop) and
+    moves where it is used directly (`model(X_test.to(device))`). Tensors made per call in
+    the model's own methods (an RNN's initial state in `forward`, `init_hidden()`) and in
+    the file's helpers they call are created on the device too. On a CPU-only machine the
+    program computes exactly what it did before. The port must be complete: every tensor
+    that reaches the model or a loss is created on the device, moved with its batch or at
+    its use, or comes out of the model. When one cannot be placed (its origin is unknown,
+    it comes from code the file cannot see, or a data-set tensor is mixed with other
+    values under one name bound by a loop or updated in place), there is no fix and the
+    message names the value that would stay on the host. A complete port is unsafe (the
+    message says why) when a loader's dataset may yield non-tensors, the model is handed
+    to code the file cannot see, or a host library reads values now on the device.
     """
 
     code = "DL010"
@@ -167,6 +175,15 @@ class MissingDevicePlacement(Rule):
             "for xb, yb in DataLoader(ds, batch_size=4):\n    xb, yb = xb.to(device), yb.to(device)\n"
             "    opt.zero_grad()\n"
             "    nn.functional.mse_loss(net(xb), yb).backward()\n    opt.step()\n",
+        ),
+        # the tutorial shape: Python lists rebound to a legacy tensor, then used whole
+        Invalid(
+            "import torch\nfrom torch import nn\n\nmodel = nn.Embedding(5, 2)\nbatch = [[1, 2], [3, 4]]\n"
+            "batch = torch.LongTensor(batch)\nprint(model(batch).sum().item())\n",
+            "import torch\nfrom torch import nn\n\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "model = nn.Embedding(5, 2).to(device)\nbatch = [[1, 2], [3, 4]]\n"
+            "batch = torch.LongTensor(batch).to(device)\nprint(model(batch).sum().item())\n",
         ),
         # the batches come from code this file cannot see: a port would leave `x` on the host
         Invalid(
