@@ -7,7 +7,7 @@ import libcst as cst
 
 from devlint.analysis.batches import BatchLoop, Loaders, dataset_classes, dataset_inputs
 from devlint.analysis.checkpoints import is_test_file
-from devlint.analysis.dataflow import DEVICE, HOST, ORIGIN, Leaf, Origins, is_functional_loss, \
+from devlint.analysis.dataflow import DEVICE, HOST, HOST_ARG_CALLS, ORIGIN, Leaf, Origins, is_functional_loss, \
     operands, passed_args, returned_values
 from devlint.analysis.scripts import device_aware, fed_models, model_constructions, smoke_test_library
 from devlint.callargs import with_keyword
@@ -482,7 +482,8 @@ class MissingDevicePlacement(Rule):
             if isinstance(n, cst.Call):
                 if self._model_call(sc, n) is not None or is_functional_loss(self.facts.qualname(n.func)):
                     sinks.extend(a.value for a in n.args)  # every tensor the model or a loss reads
-                ops.append(n)
+                if self.facts.qualname(n.func) not in HOST_ARG_CALLS:
+                    ops.append(n)
                 if isinstance(n.func, cst.Attribute) and n.func.attr.value == "numpy" and not n.args:
                     numpy_calls.append(n)
                 if sc.cls is None:

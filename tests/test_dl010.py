@@ -775,7 +775,8 @@ print(round(loss.item(), 5))
     # data in the call: a factory on the device with the constructor's dtype
     ("x = torch.FloatTensor([[0.0, 1.0], [1.0, 0.5]])",
      "x = torch.tensor([[0.0, 1.0], [1.0, 0.5]], dtype=torch.float32, device=device)"),
-    ("x = torch.FloatTensor([r for r in rows])", "x = torch.tensor([r for r in rows], dtype=torch.float32, device=device)"),
+    ("x = torch.FloatTensor([r for r in rows])",
+     "x = torch.tensor([r for r in rows], dtype=torch.float32, device=device)"),
     # sizes: an uninitialised tensor, filled in place
     ("x = torch.FloatTensor(2, 2)\nx.fill_(0.25)", "x = torch.empty(2, 2, dtype=torch.float32, device=device)"),
     # data from a variable (`torch.LongTensor(3)` would be three elements, `torch.tensor(3)` one): moved
@@ -982,4 +983,36 @@ def test_a_vocabulary_made_by_set_is_python_data_not_a_value_to_place():
     assert d.fix is not None and d.fix.applicability is Applicability.SAFE, d.message
     fixed = fix(src)
     assert "batch = torch.LongTensor(batch).to(device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_the_lengths_of_a_packed_sequence_stay_on_the_host():
+    """`pack_padded_sequence(emb, lengths)` wants `lengths` on the CPU: it is no operand that
+    must join the embedded batch on the device."""
+    src = """\
+    import torch
+    from torch import nn
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(6, 3)
+            self.rnn = nn.GRU(3, 4, batch_first=True)
+
+        def forward(self, tokens, sizes):
+            lengths = torch.tensor(sizes)
+            _, h = self.rnn(pack_padded_sequence(self.emb(tokens), lengths, batch_first=True))
+            return h[-1]
+
+
+    torch.manual_seed(0)
+    model = Tagger()
+    tokens = torch.tensor([[1, 2, 3], [4, 5, 0]])
+    print(model(tokens, [3, 2]).shape)
+    """
+    fixed = fix(src)
+    assert "lengths = torch.tensor(sizes)\n" in fixed
+    assert "tokens = torch.tensor([[1, 2, 3], [4, 5, 0]], device=device)" in fixed
     assert run(fixed) == run(textwrap.dedent(src))

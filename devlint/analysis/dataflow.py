@@ -54,6 +54,9 @@ _TORCH_NO_TENSOR = frozenset({"is_tensor", "is_floating_point", "numel", "manual
                               "compile", "load", "save", "set_printoptions", "use_deterministic_algorithms",
                               "Generator", "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads",
                               "broadcast_shapes", "promote_types", "result_type", "can_cast"})
+# torch calls whose value is made of their first argument only, the others staying on the host
+# (`pack_padded_sequence(x, lengths)`: `lengths` must be a CPU tensor): no operands to colocate
+HOST_ARG_CALLS = frozenset({"torch.nn.utils.rnn.pack_padded_sequence"})
 _FUNCTIONAL_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
                                 "kl_div", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
                                 "ctc_loss", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
@@ -490,6 +493,8 @@ class Origins:
             return frozenset()
         if q is None and d in _PASS_BUILTINS:
             return self._union([a.value for a in call.args])
+        if q in HOST_ARG_CALLS and call.args and not call.args[0].star:
+            return self.leaves(call.args[0].value)
         if q is not None and q.startswith("torch.utils.data."):
             return frozenset({Leaf(HOST, call, None, f"comes from `{d or q}`")})
         if q is not None and q.startswith("torch."):
