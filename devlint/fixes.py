@@ -333,6 +333,14 @@ def legacy_type_call(call: cst.Call, factory: str, torch_name: str, dtype: str,
     return cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=new_args)
 
 
+def mapped_to_device(call: cst.Call, device: cst.BaseExpression, name: str = "v") -> cst.Call:
+    """``map(torch.LongTensor, rows)`` -> ``map(lambda v: torch.LongTensor(v).to(device), rows)``."""
+    f = call.args[0]
+    body = method_call(cst.Call(f.value, [cst.Arg(cst.Name(name))]), "to", device)
+    lam = cst.Lambda(cst.Parameters([cst.Param(cst.Name(name))]), body)
+    return call.with_changes(args=[f.with_changes(value=lam), *call.args[1:]])
+
+
 def legacy_on_device(call: cst.Call, torch_name: str, device: cst.BaseExpression) -> tuple:
     """A legacy CPU constructor created on ``device`` instead (DL010's port): ``(edit kind, call)``.
 

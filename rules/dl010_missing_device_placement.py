@@ -13,7 +13,8 @@ from devlint.analysis.scripts import device_aware, fed_models, model_constructio
 from devlint.callargs import with_keyword
 from devlint.diagnostic import Applicability
 from devlint.facts import CONTAINER, TENSOR, call_arg, dotted
-from devlint.fixes import choose_device, composed_replacements, legacy_on_device, method_call, torch_ref
+from devlint.fixes import choose_device, composed_replacements, legacy_on_device, mapped_to_device, method_call, \
+    torch_ref
 from devlint.rule import Invalid, Rule
 from devlint.walk import nodes
 
@@ -33,6 +34,7 @@ _EDIT_WORDS = {
     "device": ("`device={d}` on {n} new tensor", "`device={d}` on {n} new tensors"),
     "to": ("`.to({d})` after {n} `torch.from_numpy`", "`.to({d})` after {n} `torch.from_numpy` calls"),
     "legacy": ("`.to({d})` after {n} legacy tensor constructor", "`.to({d})` after {n} legacy tensor constructors"),
+    "map": ("`.to({d})` on what {n} `map` makes", "`.to({d})` on what {n} `map` calls make"),
     "use": ("`.to({d})` at {n} direct use of data-set tensors", "`.to({d})` at {n} direct uses of data-set tensors"),
     "load": ("`map_location={d}` on {n} `torch.load`", "`map_location={d}` on {n} `torch.load` calls"),
     "cpu": ("`.cpu()` before {n} `.numpy()`", "`.cpu()` before {n} `.numpy()` calls"),
@@ -611,7 +613,10 @@ class MissingDevicePlacement(Rule):
         code = self.ctx.module.code_for_node
         if lf.kind == ORIGIN and not self._held(lf):
             q = self.facts.qualname(lf.node.func) or ""
-            if q.endswith("from_numpy"):
+            if q == "" and dotted(lf.node.func) == "map":  # map(torch.LongTensor, zip(*batch))
+                v = "v" if self.ctx.module.code_for_node(self.dev) != "v" else "t"
+                self._edit(lf.node, "map", lambda u: mapped_to_device(u, self.dev, v))
+            elif q.endswith("from_numpy"):
                 self._edit(lf.node, "to", lambda u: method_call(u, "to", self.dev))
             elif q.count(".") == 1 and q.endswith("Tensor"):  # torch.LongTensor(data)
                 t, _ = torch_ref(self.facts)

@@ -509,7 +509,7 @@ def _promised(message: str, dev: str) -> dict:
     m = re.search(r"\(missing: (.*)\)$", message)
     assert m, message
     parts = m.group(1).split("; ")
-    out = {"models": [], "batch": 0, "device": 0, "load": 0, "cpu": 0, "to": 0, "legacy": 0, "use": 0}
+    out = {"models": [], "batch": 0, "device": 0, "load": 0, "cpu": 0, "to": 0, "legacy": 0, "use": 0, "map": 0}
     for p in parts[1:]:
         if p.startswith("moving the batch in"):
             out["batch"] = int(p.split()[4])
@@ -523,6 +523,8 @@ def _promised(message: str, dev: str) -> dict:
             out["legacy"] = int(p.split()[2])
         elif p.startswith(f"`.to({dev})` after"):
             out["to"] = int(p.split()[2])
+        elif p.startswith(f"`.to({dev})` on what"):
+            out["map"] = int(p.split()[3])
         elif p.startswith(f"`.to({dev})` at") and "direct use" in p:
             out["use"] = int(p.split()[2])
         else:
@@ -566,14 +568,15 @@ def test_message_promises_match_the_fix(case, dev):
     assert grew(f"from_numpy") == 0 and sum(
         1 for line in after.splitlines() if "from_numpy(" in line and f".to({dev})" in line) == promised["to"]
     assert _batch_moves(before, after, dev) == promised["batch"]
-    legacy = r"torch\.(?:[A-Z]\w*)?Tensor\([^()]*(?:\([^()]*\)[^()]*)*\)\.to\(" + dev + r"\)"
+    legacy = r"(?<!lambda \w: )torch\.(?:[A-Z]\w*)?Tensor\([^()]*(?:\([^()]*\)[^()]*)*\)\.to\(" + dev + r"\)"
     assert len(re.findall(legacy, after)) - len(re.findall(legacy, before)) == promised["legacy"]
     # every `.to(dev)` the fix adds is a promised one: models, batch moves, from_numpy, legacy, direct uses
     batch_tos = sum(ln.count(f".to({dev})") for ln in after.splitlines()
                     if ln not in set(before.splitlines()) and re.match(r"^\s+\w+(, \w+)* = ", ln)
                     and _batch_moves("", ln, dev))
     assert grew(f".to({dev})") == len(promised["models"]) + batch_tos + promised["to"] + promised["legacy"] + \
-        promised["use"]
+        promised["use"] + promised["map"]
+    assert grew("map(lambda ") == promised["map"]
     for name in promised["models"]:
         assert any(ln.lstrip().startswith(f"{name} = ") and ln.rstrip().endswith(f".to({dev})")
                    for ln in after.splitlines()), name

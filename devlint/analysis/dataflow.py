@@ -179,6 +179,13 @@ def _local_to(fn: cst.CSTNode, name: str, facts) -> bool:
     return not any(type(n) is cst.Global and any(g.name.value == name for g in n.names) for n in statements(fn.body))
 
 
+def _tensor_maker(q: Optional[str]) -> bool:
+    """``torch.LongTensor``, ``torch.tensor``, ``torch.as_tensor``, ``torch.from_numpy``: a function
+    that makes a new CPU tensor from data."""
+    return q is not None and q.count(".") == 1 and q.startswith("torch.") and (
+        q.endswith("Tensor") or q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy"))
+
+
 def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
     """``name = ...`` / ``a, name = ...`` rebinds the name; ``name[i] = ...`` writes into it."""
     targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else \
@@ -493,6 +500,9 @@ class Origins:
             return frozenset()
         if q is None and d in _PASS_BUILTINS:
             return self._union([a.value for a in call.args])
+        if q is None and d == "map" and len(call.args) == 2 and not any(a.star or a.keyword for a in call.args) \
+                and _tensor_maker(self.facts.qualname(call.args[0].value)):
+            return frozenset({Leaf(ORIGIN, call, None)})  # map(torch.LongTensor, zip(*batch)): made here
         if q in HOST_ARG_CALLS and call.args and not call.args[0].star:
             return self.leaves(call.args[0].value)
         if q is not None and q.startswith("torch.utils.data."):
