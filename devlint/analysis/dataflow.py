@@ -238,6 +238,7 @@ class Origins:
         self._block_of: Optional[dict] = None  # id(statement) -> (its statement list, index)
         self._position: dict = {}  # id(statement list) -> {id(node): index of its statement}
         self._rebound: dict = {}  # name -> (its last binding, its statement list, index) or None
+        self._names: Optional[dict] = None  # name -> its Name nodes in the scope (see _uses)
         self.visiting = visiting if visiting is not None else set()  # shared across scopes
         self._memo: dict = {}
         self._local: list = []  # comprehension bindings: [{name: leaves}]
@@ -380,19 +381,29 @@ class Origins:
         # statement of its own (a read anywhere else may reach the model with an earlier value)
         simple = {pos[id(s.stmt)] for s in sites if s is not last and isinstance(block[pos[id(s.stmt)]],
                                                                                   cst.SimpleStatementLine)}
-        stack = list(getattr(self.body, "body", ()))
-        while stack:
-            n = stack.pop()
-            if type(n) is cst.Name and n.value == name:
-                i = pos.get(id(n))
-                if i is None or (i < at and i not in simple):
-                    return None
-                continue
-            if type(n) in (cst.FunctionDef, cst.Lambda) and _local_to(n, name, self.facts):
-                continue  # its own `name` is another variable
-            stack.extend(children(n, trivia=False))
+        for n, fns in self._uses().get(name, ()):
+            if any(_local_to(fn, name, self.facts) for fn in fns):
+                continue  # a function's own `name` is another variable
+            i = pos.get(id(n))
+            if i is None or (i < at and i not in simple):
+                return None
         self._rebound[name] = (last, block, at)
         return self._rebound[name]
+
+    def _uses(self) -> dict:
+        """name -> [(Name node, the functions and lambdas of the scope around it)], one walk."""
+        if self._names is None:
+            self._names = {}
+            stack = [(n, ()) for n in getattr(self.body, "body", ())]
+            while stack:
+                n, fns = stack.pop()
+                if type(n) is cst.Name:
+                    self._names.setdefault(n.value, []).append((n, fns))
+                    continue
+                if type(n) in (cst.FunctionDef, cst.Lambda):
+                    fns = (*fns, n)
+                stack.extend((c, fns) for c in children(n, trivia=False))
+        return self._names
 
     def _earlier(self, e: cst.Name) -> Optional[frozenset]:
         """The leaves of a read of a rebound name up to its rebinding: the earlier bindings'."""
