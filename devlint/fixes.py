@@ -304,6 +304,14 @@ def cuda_to_call(call: cst.Call, device: cst.BaseExpression) -> cst.Call:
     return call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
 
 
+# legacy typed constructors (``torch.FloatTensor``, ``torch.cuda.LongTensor``) -> their dtype
+LEGACY_TYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+
+
 def legacy_factory(call: cst.Call) -> Optional[str]:
     """The factory that replaces a legacy typed constructor: ``torch.cuda.FloatTensor(2, 3)``
     allocates (``empty``), ``torch.cuda.FloatTensor([1, 2])`` holds data (``tensor``); None
@@ -348,6 +356,34 @@ def legacy_fill_call(ctor: cst.Call, value: Optional[cst.BaseExpression], dtype:
         args.append(_keyword("dtype", cst.Attribute(torch_mod, cst.Name(dtype)), _arg_comma()))
     args.append(_keyword("device", device))
     return cst.Call(func=ctor.func.with_changes(attr=cst.Name(factory)), args=args)
+
+
+def mapped_to_device(call: cst.Call, device: cst.BaseExpression, name: str = "v") -> cst.Call:
+    """``map(torch.LongTensor, rows)`` -> ``map(lambda v: torch.LongTensor(v).to(device), rows)``."""
+    f = call.args[0]
+    body = method_call(cst.Call(f.value, [cst.Arg(cst.Name(name))]), "to", device)
+    lam = cst.Lambda(cst.Parameters([cst.Param(cst.Name(name))]), body)
+    return call.with_changes(args=[f.with_changes(value=lam), *call.args[1:]])
+
+
+def legacy_on_device(call: cst.Call, torch_name: str, device: cst.BaseExpression) -> tuple:
+    """A legacy CPU constructor created on ``device`` instead (DL010's port): ``(edit kind, call)``.
+
+    ``torch.LongTensor([[1, 2]])`` / ``torch.LongTensor([f(w) for w in ws])`` ->
+    ``torch.tensor(..., dtype=torch.int64, device=device)`` ("device"), ``torch.FloatTensor(2, 3)``
+    -> ``torch.empty(2, 3, dtype=torch.float32, device=device)`` ("device"); any other form (data
+    from a variable, whose meaning a factory might read differently: ``torch.LongTensor(3)`` is
+    three elements, ``torch.tensor(3)`` one; ``torch.Tensor``, which follows the default dtype)
+    keeps its constructor and moves: ``torch.LongTensor(batch).to(device)`` ("legacy")."""
+    last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    dtype = LEGACY_TYPES.get(last)
+    factory = legacy_factory(call)
+    if factory is None and len(call.args) == 1 and call.args[0].keyword is None and \
+            isinstance(call.args[0].value, cst.ListComp):
+        factory = "tensor"
+    if dtype is None or factory is None:
+        return "legacy", method_call(call, "to", device)
+    return "device", legacy_type_call(call, factory, torch_name, dtype, device)
 
 
 # ---- DL003's rewrites of host round trips (the questions: devlint.analysis.numpy_ops / transfers) ----

@@ -11,8 +11,8 @@ from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.analysis.hostflow import LEGACY_DTYPES as LEGACY_TYPES
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
-from devlint.fixes import (DeviceChoice, choose_device, choose_library_device, cuda_to_call, guarded_literal,
-                           legacy_factory, legacy_type_call, torch_ref)
+from devlint.fixes import (LEGACY_TYPES, DeviceChoice, choose_device, choose_library_device, cuda_to_call,
+                           guarded_literal, legacy_factory, legacy_type_call, torch_ref)
 from devlint.rule import Invalid, Rule
 
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}

@@ -7,13 +7,14 @@ import libcst as cst
 
 from devlint.analysis.batches import BatchLoop, Loaders, dataset_classes, dataset_inputs
 from devlint.analysis.checkpoints import is_test_file
-from devlint.analysis.dataflow import DEVICE, HOST, ORIGIN, Leaf, Origins, is_functional_loss, \
+from devlint.analysis.dataflow import DEVICE, HOST, HOST_ARG_CALLS, ORIGIN, Leaf, Origins, is_functional_loss, \
     operands, passed_args, returned_values
 from devlint.analysis.scripts import device_aware, fed_models, model_constructions, smoke_test_library
 from devlint.callargs import with_keyword
 from devlint.diagnostic import Applicability
-from devlint.facts import call_arg, dotted
-from devlint.fixes import choose_device, composed_replacements, method_call
+from devlint.facts import CONTAINER, TENSOR, call_arg, dotted
+from devlint.fixes import choose_device, composed_replacements, legacy_on_device, mapped_to_device, method_call, \
+    torch_ref
 from devlint.rule import Invalid, Rule
 from devlint.walk import nodes
 
@@ -32,9 +33,34 @@ _EDIT_WORDS = {
     "batch": ("moving the batch in {n} loop", "moving the batch in {n} loops"),
     "device": ("`device={d}` on {n} new tensor", "`device={d}` on {n} new tensors"),
     "to": ("`.to({d})` after {n} `torch.from_numpy`", "`.to({d})` after {n} `torch.from_numpy` calls"),
+    "legacy": ("`.to({d})` after {n} legacy tensor constructor", "`.to({d})` after {n} legacy tensor constructors"),
+    "map": ("`.to({d})` on what {n} `map` makes", "`.to({d})` on what {n} `map` calls make"),
+    "use": ("`.to({d})` at {n} direct use of data-set tensors", "`.to({d})` at {n} direct uses of data-set tensors"),
     "load": ("`map_location={d}` on {n} `torch.load`", "`map_location={d}` on {n} `torch.load` calls"),
     "cpu": ("`.cpu()` before {n} `.numpy()`", "`.cpu()` before {n} `.numpy()` calls"),
 }
+
+
+def _subexpressions(e: cst.BaseExpression) -> list:
+    """The parts of an expression a value can be moved in, one level down: a call's receiver and
+    arguments, both sides of an operation, the elements of a display, the value of an
+    attribute or subscript, the branches of a conditional."""
+    if isinstance(e, cst.Call):
+        recv = [e.func.value] if isinstance(e.func, cst.Attribute) else []
+        return recv + [a.value for a in e.args if not a.star]
+    if isinstance(e, (cst.BinaryOperation, cst.BooleanOperation)):
+        return [e.left, e.right]
+    if isinstance(e, cst.UnaryOperation):
+        return [e.expression]
+    if isinstance(e, cst.Comparison):
+        return [e.left, *(c.comparator for c in e.comparisons)]
+    if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+        return [el.value for el in e.elements if not isinstance(el, cst.StarredElement)]
+    if isinstance(e, (cst.Attribute, cst.Subscript)):
+        return [e.value]
+    if isinstance(e, cst.IfExp):
+        return [e.body, e.orelse]
+    return []
 
 
 @dataclass
@@ -45,6 +71,7 @@ class _Scope:
     models: set = field(default_factory=set)
     moved: set = field(default_factory=set)  # loops whose batch is moved
     flow: Optional[Origins] = None
+    cls: Optional[cst.ClassDef] = None  # a method of a Module class of the file: its class
 
 
 class MissingDevicePlacement(Rule):
@@ -85,14 +112,22 @@ class MissingDevicePlacement(Rule):
     the batch moved at the top of each loop over a DataLoader or dataset (tuple,
     list and dict batches), `device=device` on tensor factories whose values meet
     the model, `map_location=device` on `torch.load`, and `.cpu()` before `.numpy()`
-    on values that come back from the model. On a CPU-only machine the program
-    computes exactly what it did before. The port must be complete: every tensor that
-    reaches the model or a loss is created on the device, moved with its batch, or comes
-    out of the model. When one cannot be placed (its origin is unknown, it comes from code
-    the file cannot see, or it also feeds a `Dataset`/`DataLoader`), there is no fix and
-    the message names the value that would stay on the host. A complete port is unsafe
-    (the message says why) when a loader's dataset may yield non-tensors, the model is
-    handed to code the file cannot see, or a host library reads values now on the device.
+    on values that come back from the model. A legacy constructor over data written in
+    the call (`torch.LongTensor([[1, 2]])`) becomes `torch.tensor(..., dtype=torch.int64,
+    device=device)`; over a variable (`torch.LongTensor(batch)`, whose meaning depends on
+    what `batch` holds) it is followed by `.to(device)`. A tensor that also feeds a
+    `TensorDataset`/`DataLoader` stays on the host (its batches move in the loop) and
+    moves where it is used directly (`model(X_test.to(device))`). Tensors made per call in
+    the model's own methods (an RNN's initial state in `forward`, `init_hidden()`) and in
+    the file's helpers they call are created on the device too. On a CPU-only machine the
+    program computes exactly what it did before. The port must be complete: every tensor
+    that reaches the model or a loss is created on the device, moved with its batch or at
+    its use, or comes out of the model. When one cannot be placed (its origin is unknown,
+    it comes from code the file cannot see, or a data-set tensor is mixed with other
+    values under one name bound by a loop or updated in place), there is no fix and the
+    message names the value that would stay on the host. A complete port is unsafe (the
+    message says why) when a loader's dataset may yield non-tensors, the model is handed
+    to code the file cannot see, or a host library reads values now on the device.
     """
 
     code = "DL010"
@@ -143,6 +178,15 @@ class MissingDevicePlacement(Rule):
             "    opt.zero_grad()\n"
             "    nn.functional.mse_loss(net(xb), yb).backward()\n    opt.step()\n",
         ),
+        # the tutorial shape: Python lists rebound to a legacy tensor, then used whole
+        Invalid(
+            "import torch\nfrom torch import nn\n\nmodel = nn.Embedding(5, 2)\nbatch = [[1, 2], [3, 4]]\n"
+            "batch = torch.LongTensor(batch)\nprint(model(batch).sum().item())\n",
+            "import torch\nfrom torch import nn\n\n"
+            "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "model = nn.Embedding(5, 2).to(device)\nbatch = [[1, 2], [3, 4]]\n"
+            "batch = torch.LongTensor(batch).to(device)\nprint(model(batch).sum().item())\n",
+        ),
         # the batches come from code this file cannot see: a port would leave `x` on the host
         Invalid(
             "import torch\nfrom torch import nn\nfrom mylib import load_batches\n\nmodel = nn.Linear(4, 2)\n"
@@ -171,7 +215,7 @@ class MissingDevicePlacement(Rule):
             # file's tree is freed when the lint ends (no reference cycle)
             for sc in scopes:
                 sc.flow = None
-            self.edits, self.scopes = {}, []
+            self.edits, self.scopes, self.method_flows = {}, [], {}
 
     @staticmethod
     def _is_loss(call: cst.Call) -> bool:
@@ -186,6 +230,9 @@ class MissingDevicePlacement(Rule):
         self.dev = choice.expr
         self.edits: dict = {}  # original node -> (kind, edit function)
         self.models_moved: list = []
+        self.model_classes: dict = {}  # model name -> its class in the file
+        self.method_flows: dict = {}  # a method of a model's class -> the origins of its values
+        self._visiting: set = set()
         self.reasons: list = []  # why a complete port is still unsafe
         self.leftovers: dict = {}  # value that would stay on the host -> why
         self.loop_why: dict = {}  # a loader loop whose batch cannot be moved -> why
@@ -216,17 +263,24 @@ class MissingDevicePlacement(Rule):
                 sc.seeds_loaders = seeds[1]
         self.dataset_inputs = dataset_inputs(module, self.facts, self.datasets_classes)
         visiting: set = set()
+        self._visiting, self.method_flows = visiting, {}
+        classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+        self.model_classes = {name: classes[dotted(node.value.func)] for _, node, name in fed_any
+                              if isinstance(node.value, cst.Call) and dotted(node.value.func) in classes}
         for sc in scopes:
             sc.flow = Origins(self.facts, sc.body, sc.node, outer=scopes[0].flow, visiting=visiting,
                               call_leaf=lambda c, sc=sc: self._model_call(sc, c) or self._local_call(sc, c),
                               loop_leaf=lambda lp, name, sc=sc: self._loop_leaf(sc, lp, name),
                               name_leaf=lambda n, sc=sc: frozenset() if n in self._callables(sc) else None,
-                              param_leaves=lambda o, n, sc=sc: self._passed(sc, n))
+                              param_leaves=lambda o, n, sc=sc: self._passed(sc, n),
+                              call_element=lambda c, i, sc=sc: self._local_element(sc, c, i))
         for sc in scopes:
             if sc.models or sc.seeds_loaders or any(self._model_call(sc, n) for n in nodes(sc.body)
                                                     if isinstance(n, cst.Call)):
                 self._batches(sc)
                 self._analyze(sc)
+        for sc in self._method_scopes(module):
+            self._analyze(sc, strict=False)
         for n in nodes(module, into_scopes=True):
             if isinstance(n, cst.Call) and self.facts.is_torch(n.func, "torch.load") and \
                     call_arg(n, 1, "map_location") is None and not any(a.star for a in n.args):
@@ -244,11 +298,86 @@ class MissingDevicePlacement(Rule):
 
     def _model_call(self, sc: _Scope, call: cst.Call) -> Optional[frozenset]:
         f, models = call.func, self._callables(sc)
+        if sc.cls is not None:  # inside a method: `self(x)`, `self.fc(x)`, `self.init_hidden(n)`
+            me = sc.node.params.params[0].name.value
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == me:
+                if f.attr.value in _MODULE_API:
+                    return None
+                made = self._method_returns(sc.cls, f.attr.value)
+                return made if made is not None else frozenset({Leaf(DEVICE, call, None)})
+            root = f
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value == me:
+                return frozenset({Leaf(DEVICE, call, None)})
         if (isinstance(f, cst.Name) and (f.value in models or self._model_alias(sc, f.value))) or (
                 isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in models
                 and f.attr.value not in _MODULE_API):  # model(x), model.forward(x), model.predict(x)
+            if isinstance(f, cst.Attribute):
+                made = self._method_returns(self.model_classes.get(f.value.value), f.attr.value)
+                if made is not None:
+                    return made
             return frozenset({Leaf(DEVICE, call, None)})
         return None
+
+    def _method_scopes(self, module: cst.Module) -> list:
+        """The methods of the file's Module classes (but ``__init__``, whose tensors are parameters,
+        buffers or attributes): a tensor they create per call next to the model's inputs or
+        submodules (an RNN's initial state in ``forward``) must be created on the device too.
+        Their inputs are on the device (every parameter but ``self``)."""
+        out = []
+        for cls in module.body:
+            if not (isinstance(cls, cst.ClassDef) and cls.name.value in self.facts.module_classes):
+                continue
+            for meth in cls.body.body:
+                if not isinstance(meth, cst.FunctionDef) or meth.name.value == "__init__" or not meth.params.params:
+                    continue
+                sc = _Scope(meth, meth.body, cls=cls)
+                me = meth.params.params[0].name.value
+                sc.flow = Origins(self.facts, meth.body, meth, outer=self.scopes[0].flow, visiting=self._visiting,
+                                  call_leaf=lambda c, sc=sc: self._model_call(sc, c) or self._local_call(sc, c),
+                                  name_leaf=lambda n, me=me: frozenset() if n == me else None,
+                                  param_leaves=lambda o, n, meth=meth: frozenset({Leaf(DEVICE, meth, None)}))
+                out.append(sc)
+        self.scopes.extend(out)
+        return out
+
+    def _method_returns(self, cls: Optional[cst.ClassDef], name: str) -> Optional[frozenset]:
+        """``model.init_hidden()``: what a method of the model's class (not its forward) returns
+        is made there (``torch.zeros(1, self.hidden)`` must be created on the device too);
+        calls of the module itself or its submodules inside it (``self.fc(x)``) are the model's
+        output. None for the forward pass, or a method the class does not define."""
+        if cls is None or name in ("forward", "__call__"):
+            return None
+        meth = next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name), None)
+        if meth is None or not meth.params.params or (cls.name.value, name) in self._following:
+            return None
+        flow = self.method_flows.get(meth)
+        if flow is None:
+            me = meth.params.params[0].name.value
+
+            def on_self(call: cst.Call) -> Optional[frozenset]:
+                f = call.func
+                while isinstance(f, cst.Attribute):
+                    if isinstance(f.value, cst.Name) and f.value.value == me:
+                        made = self._method_returns(cls, f.attr.value)
+                        return made if made is not None else frozenset({Leaf(DEVICE, call, None)})
+                    f = f.value
+                if isinstance(f, cst.Name) and f.value == me:
+                    return frozenset({Leaf(DEVICE, call, None)})
+                return None
+
+            flow = Origins(self.facts, meth.body, meth, outer=self.scopes[0].flow, visiting=self._visiting,
+                           call_leaf=on_self, name_leaf=lambda n: frozenset() if n == me else None)
+            self.method_flows[meth] = flow
+        self._following.add((cls.name.value, name))
+        try:
+            out: frozenset = frozenset()
+            for v in returned_values(meth):
+                out |= flow.leaves(v)
+            return out
+        finally:
+            self._following.discard((cls.name.value, name))
 
     def _model_alias(self, sc: _Scope, name: str) -> bool:
         """``for net in [net_a, net_b]:`` / ``for net, opt in zip(nets, opts):`` over the models."""
@@ -287,6 +416,26 @@ class MissingDevicePlacement(Rule):
         finally:
             self._following.discard(fn.name.value)
 
+    def _local_element(self, sc: _Scope, call: cst.Call, i: int) -> Optional[frozenset]:
+        """``a, b = f()``: element ``i`` of what a function of the file returns, when every
+        ``return`` of it is a tuple long enough."""
+        fn = self.functions.get(call.func.value) if isinstance(call.func, cst.Name) else None
+        if fn is None or fn.name.value in self._following or self._model_call(sc, call) is not None:
+            return None
+        values = returned_values(fn)
+        if not values or not all(isinstance(v, cst.Tuple) and len(v.elements) > i and not any(
+                isinstance(e, cst.StarredElement) for e in v.elements) for v in values):
+            return None
+        callee = next(c for c in self.scopes if c.node is fn)
+        self._following.add(fn.name.value)
+        try:
+            out: frozenset = frozenset()
+            for v in values:
+                out |= callee.flow.leaves(v.elements[i].value)
+            return out
+        finally:
+            self._following.discard(fn.name.value)
+
     def _loop_leaf(self, sc: _Scope, loop: cst.For, name: str) -> Optional[frozenset]:
         lp = next((lp for lp in sc.moved if lp.node is loop), None)
         if lp is not None:
@@ -296,11 +445,17 @@ class MissingDevicePlacement(Rule):
 
     def _passed(self, sc: _Scope, name: str) -> Optional[frozenset]:
         """What the file's calls of ``sc``'s function pass for parameter ``name``."""
-        flows = {id(c.body): c.flow for c in self.scopes}
+        flows = {id(c.body): c for c in self.scopes}
         args = passed_args(sc.node, name, [c.body for c in self.scopes])
         out: frozenset = frozenset()
-        for body, expr in args or ():
-            out |= flows[id(body)].leaves(expr)
+        for body, expr, element in args or ():
+            caller = flows[id(body)]
+            if element is None:
+                out |= caller.flow.leaves(expr)
+                continue
+            known = self._local_element(caller, expr, element) if isinstance(expr, cst.Call) else None
+            out |= known if known is not None else frozenset(
+                {Leaf(HOST, expr, None, f"unpacked from `{self.ctx.module.code_for_node(expr)}`")})
         return out or None
 
     def _loaders(self, sc: _Scope) -> Loaders:
@@ -319,33 +474,39 @@ class MissingDevicePlacement(Rule):
                         self.reasons.append(f"`{lp.source}` may yield non-tensors")
                     self._move_batch(lp)
 
-    def _analyze(self, sc: _Scope) -> None:
+    def _analyze(self, sc: _Scope, strict: bool = True) -> None:
+        """Place what the model, a loss or an operation with a device value reads in one scope.
+        ``strict``: a value that cannot be placed is a leftover (in a method of a Module class,
+        whose inputs are assumed on the device, only creation sites are placed)."""
         flow = sc.flow
         sinks, ops, numpy_calls = [], [], []
         for n in nodes(sc.body):
             if isinstance(n, cst.Call):
                 if self._model_call(sc, n) is not None or is_functional_loss(self.facts.qualname(n.func)):
                     sinks.extend(a.value for a in n.args)  # every tensor the model or a loss reads
-                ops.append(n)
+                if self.facts.qualname(n.func) not in HOST_ARG_CALLS:
+                    ops.append(n)
                 if isinstance(n.func, cst.Attribute) and n.func.attr.value == "numpy" and not n.args:
                     numpy_calls.append(n)
-                self._opaque_use(n, self._callables(sc))
-            elif isinstance(n, (cst.BinaryOperation, cst.Comparison, cst.AugAssign)):
+                if sc.cls is None:
+                    self._opaque_use(n, self._callables(sc))
+            elif isinstance(n, (cst.BinaryOperation, cst.Comparison, cst.AugAssign, cst.Subscript)):
                 ops.append(n)
         for e in sinks:
-            for lf in flow.leaves(e):
-                self._place(lf, strict=True)
+            self._place_expr(sc, e, strict=strict)
         # a tensor next to a device value in an operation must be there too (unknowns may be numbers)
         for _ in range(10):
             changed = False
             for op in ops:
-                parts = [flow.leaves(p) for p in operands(op)]
-                if any(self._on_device(ls) for ls in parts):
-                    for ls in parts:
-                        for lf in ls:
-                            changed = self._place(lf, strict=False) or changed
+                parts = operands(op)
+                if any(self._on_device(flow.leaves(p)) for p in parts):
+                    for p in parts:
+                        target = isinstance(op, cst.AugAssign) and p is op.target
+                        changed = self._place_expr(sc, p, strict=False, target=target) or changed
             if not changed:
                 break
+        if sc.cls is not None:
+            return
         for op in ops:
             if isinstance(op, cst.Call) and (self.facts.qualname(op.func) or "").split(".")[0] in _HOST_LIBS:
                 if any(self._on_device(flow.leaves(a.value)) for a in op.args):
@@ -362,22 +523,111 @@ class MissingDevicePlacement(Rule):
     def _on_device(self, leaves) -> bool:
         return any(lf.kind == DEVICE or (lf.kind == ORIGIN and lf.node in self.edits) for lf in leaves)
 
+    def _place_expr(self, sc: _Scope, e: cst.BaseExpression, strict: bool, target: bool = False,
+                    seen: Optional[set] = None) -> bool:
+        """Place what ``e`` is built from: a data-set tensor moved at this use (``model(X[:4])``
+        -> ``model(X[:4].to(device))``: the data set stays on the host, its loader's batches move
+        in the loop), every other creation site on the device. A name that mixes a data-set
+        tensor with other values is followed to its bindings (``inp = torch.cat([X, h])``: ``X``
+        moves there). True when a new edit was made."""
+        if e in self.edits:
+            return False
+        if not target and self._held_expr(sc, e, set()) and self.facts.kind_of(e, sc.node) != CONTAINER and \
+                not isinstance(e, (cst.Tuple, cst.List, cst.Set, cst.Dict)):
+            self._edit(e, "use", lambda u: method_call(u, "to", self.dev))
+            return True
+        leaves = sc.flow.leaves(e)
+        held = [lf for lf in leaves if self._held(lf)]
+        if not held:
+            changed = False
+            for lf in leaves:
+                changed = self._place(lf, strict) or changed
+            return changed
+        if isinstance(e, cst.Name) and not target:
+            bound = self._bindings_of(sc, e.value)
+            seen = set() if seen is None else seen
+            if bound is not None and (id(bound[0]), e.value) not in seen:
+                seen.add((id(bound[0]), e.value))
+                changed = False
+                for site in bound[1]:
+                    changed = self._place_expr(bound[0], site.value, strict, seen=seen) or changed
+                return changed
+        parts = [] if target else _subexpressions(e)
+        if not parts:  # bound by a loop or an unpacking, or updated in place
+            for lf in held:
+                self.leftovers.setdefault(lf.name, "assigned in place" if target else
+                                          f"it also feeds `{self.dataset_inputs[lf.name]}` and is mixed "
+                                          "with other values")
+            return False
+        changed = False
+        for p in parts:
+            changed = self._place_expr(sc, p, strict, seen=seen) or changed
+        return changed
+
+    def _bindings_of(self, sc: _Scope, name: str) -> Optional[tuple]:
+        """``(scope, sites)`` when every binding of ``name`` seen from ``sc`` is a plain assignment."""
+        if name in sc.flow.binds:
+            owner = sc
+        elif name not in sc.flow.params and name in self.scopes[0].flow.binds:
+            owner = self.scopes[0]
+        else:
+            return None
+        sites = owner.flow.binds[name]
+        if not all(st.kind == "assign" and st.index is None for st in sites):
+            return None
+        return owner, sites
+
+    def _held(self, lf: Leaf) -> bool:
+        """A creation site bound to a name that also feeds a Dataset/DataLoader."""
+        return lf.kind == ORIGIN and lf.name in self.dataset_inputs
+
+    def _held_expr(self, sc: _Scope, e: cst.BaseExpression, seen: set) -> bool:
+        """``e`` is a tensor made only of values that feed a Dataset/DataLoader (``X``, ``X[:4]``,
+        ``X_test = X[-8:]``, ``X.float() / 255``), numbers aside: it can be moved where it is used."""
+        if isinstance(e, cst.Name):
+            if e.value in self.dataset_inputs:  # the data set's own tensor, not a namesake
+                return any(self._held(lf) for lf in sc.flow.leaves(e))
+            if e.value in seen or len(seen) > 20:
+                return False
+            seen.add(e.value)
+            bound = self._bindings_of(sc, e.value)
+            return bound is not None and all(self._held_expr(bound[0], st.value, seen) for st in bound[1])
+        if isinstance(e, cst.Subscript):
+            return self._held_expr(sc, e.value, seen)
+        if isinstance(e, cst.Attribute):
+            return e.attr.value in ("T", "mT", "data") and self._held_expr(sc, e.value, seen)
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
+            return self._held_expr(sc, e.func.value, seen) and not any(sc.flow.leaves(a.value) for a in e.args)
+        if isinstance(e, cst.BinaryOperation):
+            sides = [x for x in (e.left, e.right) if sc.flow.leaves(x)]
+            return bool(sides) and all(self._held_expr(sc, x, seen) for x in sides)
+        if isinstance(e, cst.UnaryOperation):
+            return self._held_expr(sc, e.expression, seen)
+        return False
+
     def _place(self, lf: Leaf, strict: bool) -> bool:
         """Create ``lf`` on the device; True when a new edit was made. A value that cannot be
         placed and reaches the model (``strict``) is a leftover: the port would be incomplete."""
         if lf.kind == DEVICE or lf.node in self.edits:
             return False
         code = self.ctx.module.code_for_node
-        if lf.kind == ORIGIN and lf.name not in self.dataset_inputs:
-            if (self.facts.qualname(lf.node.func) or "").endswith("from_numpy"):
+        if lf.kind == ORIGIN and not self._held(lf):
+            q = self.facts.qualname(lf.node.func) or ""
+            if q == "" and dotted(lf.node.func) == "map":  # map(torch.LongTensor, zip(*batch))
+                v = "v" if self.ctx.module.code_for_node(self.dev) != "v" else "t"
+                self._edit(lf.node, "map", lambda u: mapped_to_device(u, self.dev, v))
+            elif q.endswith("from_numpy"):
                 self._edit(lf.node, "to", lambda u: method_call(u, "to", self.dev))
+            elif q.count(".") == 1 and q.endswith("Tensor"):  # torch.LongTensor(data)
+                t, _ = torch_ref(self.facts)
+                kind, _ = legacy_on_device(lf.node, t, self.dev)
+                self._edit(lf.node, kind, lambda u: legacy_on_device(u, t, self.dev)[1])
             else:
                 self._edit(lf.node, "device", lambda u: with_keyword(u, "device", self.dev))
             return True
-        if strict:
+        if strict and not self._held(lf):
             label = lf.name or " ".join(code(lf.node).split())[:40]
-            why = lf.why or f"it also feeds `{self.dataset_inputs.get(lf.name, '')}`"
-            self.leftovers.setdefault(label, why)
+            self.leftovers.setdefault(label, lf.why or "of unknown origin")
         return False
 
     def _opaque_use(self, call: cst.Call, models: set) -> None:

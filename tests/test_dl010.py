@@ -369,16 +369,43 @@ def test_library_smoke_test_main_is_not_a_script():
 
 # ---- a port is complete or not offered (issue item 1) -----------------------------------------
 
-def test_data_slice_used_after_the_loop_offers_no_fix_and_names_it():
-    """`X` feeds the TensorDataset and, sliced, the model: moving the batches would leave
-    `X[:4]` on the host, creating `X` on the device would move the data set."""
+def test_data_slice_used_after_the_loop_is_moved_where_the_model_meets_it():
+    """`X` feeds the TensorDataset and, sliced, the model: the data set stays on the host (its
+    batches move in the loop) and `X[:4]` moves at its use."""
     from fixtures_lib import FIXTURES
 
-    src = (FIXTURES / "DL010" / "no_fix_data_slice" / "before.py").read_text()
+    src = (FIXTURES / "DL010" / "data_slice_direct_use" / "before.py").read_text()
     (d,) = lint(src)
-    assert d.fix is None
-    assert "no automatic port: `X` would stay on the host (it also feeds `TensorDataset`)" in d.message
-    assert "missing:" not in d.message
+    assert d.fix is not None and d.fix.applicability is Applicability.SAFE
+    assert "`.to(device)` at 1 direct use of data-set tensors" in d.message
+    fixed = fix(src)
+    assert "print([round(v, 3) for v in model(X[:4].to(device)).squeeze(1).tolist()])" in fixed
+    assert "X = torch.randn(32, 3)\n" in fixed  # the data set itself is not moved
+
+
+@pytest.mark.parametrize("use, why", [
+    # `X` and a new tensor under one name bound by a loop: neither a creation site nor one use to move
+    ("for part in (X, torch.zeros(2, 3)):\n    print(model(part).sum().item())\n",
+     "`X` would stay on the host (it also feeds `TensorDataset` and is mixed with other values)"),
+    # `X` updated in place with the model's output: it cannot move where it is used
+    ("with torch.no_grad():\n    X += model(X).mean()\n    print(X.sum().item())\n",
+     "`X` would stay on the host (assigned in place)"),
+])
+def test_data_set_tensor_that_cannot_move_at_its_use_offers_no_fix(use, why):
+    src = textwrap.dedent("""\
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    X = torch.randn(8, 3)
+    loader = DataLoader(TensorDataset(X, X.sum(1, keepdim=True)), batch_size=4)
+    model = nn.Linear(3, 1)
+    for xb, yb in loader:
+        nn.functional.mse_loss(model(xb), yb).backward()
+    """) + use
+    (d,) = lint(src)
+    assert d.fix is None and why in d.message, d.message
 
 
 def test_value_from_an_unknown_function_offers_no_fix():
@@ -482,7 +509,7 @@ def _promised(message: str, dev: str) -> dict:
     m = re.search(r"\(missing: (.*)\)$", message)
     assert m, message
     parts = m.group(1).split("; ")
-    out = {"models": [], "batch": 0, "device": 0, "load": 0, "cpu": 0, "to": 0}
+    out = {"models": [], "batch": 0, "device": 0, "load": 0, "cpu": 0, "to": 0, "legacy": 0, "use": 0, "map": 0}
     for p in parts[1:]:
         if p.startswith("moving the batch in"):
             out["batch"] = int(p.split()[4])
@@ -492,8 +519,14 @@ def _promised(message: str, dev: str) -> dict:
             out["load"] = int(p.split()[2])
         elif p.startswith("`.cpu()` before"):
             out["cpu"] = int(p.split()[2])
+        elif p.startswith(f"`.to({dev})` after") and "legacy tensor constructor" in p:
+            out["legacy"] = int(p.split()[2])
         elif p.startswith(f"`.to({dev})` after"):
             out["to"] = int(p.split()[2])
+        elif p.startswith(f"`.to({dev})` on what"):
+            out["map"] = int(p.split()[3])
+        elif p.startswith(f"`.to({dev})` at") and "direct use" in p:
+            out["use"] = int(p.split()[2])
         else:
             out["models"] = re.findall(r"`(\w+)\.to\(" + dev + r"\)`", p)
             assert out["models"], p
@@ -519,6 +552,8 @@ def _fixable_cases():
 @pytest.mark.parametrize("dev", ["device", "dev"])
 @pytest.mark.parametrize("case", _fixable_cases(), ids=lambda c: c.name)
 def test_message_promises_match_the_fix(case, dev):
+    import re
+
     before = case.before_path.read_text()
     (d,) = lint(before, filename=str(case.before_path), device_name=dev, unsafe_fixes=case.unsafe)
     promised = _promised(d.message, dev)
@@ -533,6 +568,15 @@ def test_message_promises_match_the_fix(case, dev):
     assert grew(f"from_numpy") == 0 and sum(
         1 for line in after.splitlines() if "from_numpy(" in line and f".to({dev})" in line) == promised["to"]
     assert _batch_moves(before, after, dev) == promised["batch"]
+    legacy = r"(?<!lambda \w: )torch\.(?:[A-Z]\w*)?Tensor\([^()]*(?:\([^()]*\)[^()]*)*\)\.to\(" + dev + r"\)"
+    assert len(re.findall(legacy, after)) - len(re.findall(legacy, before)) == promised["legacy"]
+    # every `.to(dev)` the fix adds is a promised one: models, batch moves, from_numpy, legacy, direct uses
+    batch_tos = sum(ln.count(f".to({dev})") for ln in after.splitlines()
+                    if ln not in set(before.splitlines()) and re.match(r"^\s+\w+(, \w+)* = ", ln)
+                    and _batch_moves("", ln, dev))
+    assert grew(f".to({dev})") == len(promised["models"]) + batch_tos + promised["to"] + promised["legacy"] + \
+        promised["use"] + promised["map"]
+    assert grew("map(lambda ") == promised["map"]
     for name in promised["models"]:
         assert any(ln.lstrip().startswith(f"{name} = ") and ln.rstrip().endswith(f".to({dev})")
                    for ln in after.splitlines()), name
@@ -629,8 +673,9 @@ def test_the_leftover_is_named_as_the_model_meets_it():
     # `.type(torch.FloatTensor)` converts to a CPU tensor type: on a GPU it moves `x` back
     ("x = torch.cat((torch.zeros(4, 2), torch.ones(4, 2))).type(torch.FloatTensor)",
      "`x` would stay on the host (converted to a CPU tensor type)"),
-    # the legacy constructor makes a CPU tensor and takes no `device=`
-    ("x = torch.FloatTensor([[0.0, 1.0]] * 8)", "`x` would stay on the host (a CPU tensor type `torch.FloatTensor`)"),
+    # a legacy constructor over unpacked arguments: which form it is cannot be told
+    ("shape = (8, 2)\nx = torch.FloatTensor(*shape).fill_(0.5)",
+     "`x` would stay on the host (a CPU tensor type `torch.FloatTensor` with unpacked arguments)"),
 ])
 def test_cpu_tensor_types_offer_no_fix(make_x, why):
     src = textwrap.dedent("""\
@@ -706,4 +751,271 @@ def test_a_tensor_returned_by_a_function_of_the_file_is_placed_where_it_is_made(
     """
     fixed = fix(src)
     assert "return torch.from_numpy(np.linspace(-1, 1, n * 3).reshape(n, 3)).to(device).float()" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+# ---- issue 22: shapes the port used to refuse ----------------------------------------------------
+
+LEGACY = """\
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+net = nn.Linear(2, 1)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+rows = [[0.0, 1.0], [1.0, 0.5]]
+{make_x}
+for t in range(3):
+    opt.zero_grad()
+    loss = net(x).sum()
+    loss.backward()
+    opt.step()
+print(round(loss.item(), 5))
+"""
+
+
+@pytest.mark.parametrize("make_x, placed", [
+    # data in the call: a factory on the device with the constructor's dtype
+    ("x = torch.FloatTensor([[0.0, 1.0], [1.0, 0.5]])",
+     "x = torch.tensor([[0.0, 1.0], [1.0, 0.5]], dtype=torch.float32, device=device)"),
+    ("x = torch.FloatTensor([r for r in rows])",
+     "x = torch.tensor([r for r in rows], dtype=torch.float32, device=device)"),
+    # sizes: an uninitialised tensor, filled in place
+    ("x = torch.FloatTensor(2, 2)\nx.fill_(0.25)", "x = torch.empty(2, 2, dtype=torch.float32, device=device)"),
+    # data from a variable (`torch.LongTensor(3)` would be three elements, `torch.tensor(3)` one): moved
+    ("x = torch.FloatTensor(rows)", "x = torch.FloatTensor(rows).to(device)"),
+    # `torch.Tensor` follows the default dtype: moved
+    ("x = torch.Tensor([[0.0, 1.0]])", "x = torch.Tensor([[0.0, 1.0]]).to(device)"),
+])
+def test_legacy_constructors_are_created_on_the_device(make_x, placed):
+    src = LEGACY.format(make_x=make_x)
+    (d,) = lint(src)
+    assert d.fix is not None and d.fix.applicability is Applicability.SAFE, d.message
+    fixed = fix(src)
+    assert placed in fixed
+    assert run(fixed) == run(src)
+    assert fix(fixed) == fixed
+
+
+def test_python_data_built_with_set_and_rebound_as_a_tensor_is_ported():
+    """The word2vec tutorial: the batch is first Python lists (one-hot rows made by NumPy over a
+    vocabulary made by `set`), then the same name is rebound to a tensor."""
+    src = """\
+    import random
+    import numpy as np
+    import torch
+    from torch import nn
+
+    random.seed(0)
+    torch.manual_seed(0)
+    sentences = ["a b c", "b c a", "c a b"]
+    vocab = list(sorted(set(" ".join(sentences).split())))
+    index = {w: i for i, w in enumerate(vocab)}
+
+
+    def make_batch():
+        picked = random.sample(sentences, 3)
+        return [np.eye(3)[index[s.split()[0]]] for s in picked], [index[s.split()[2]] for s in picked]
+
+
+    model = nn.Linear(3, 3)
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    inputs, targets = make_batch()
+    inputs = torch.Tensor(np.array(inputs))
+    targets = torch.LongTensor(targets)
+    for step in range(3):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(inputs), targets)
+        loss.backward()
+        opt.step()
+    print(round(loss.item(), 4))
+    """
+    (d,) = lint(src)
+    assert d.fix is not None and d.fix.applicability is Applicability.SAFE, d.message
+    fixed = fix(src)
+    assert "inputs = torch.Tensor(np.array(inputs)).to(device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_a_read_before_the_rebinding_keeps_the_earlier_value():
+    """The rebinding comes after the model met the earlier value: that value, made by a call the
+    file cannot see, would stay on the host."""
+    src = """\
+    import torch
+    from torch import nn
+    from mydata import load_features
+
+    model = nn.Linear(3, 1)
+    feats = load_features()
+    print(model(feats))
+    feats = torch.FloatTensor(feats)
+    print(model(feats))
+    """
+    (d,) = lint(src)
+    assert d.fix is None
+    assert "`feats` would stay on the host (made by `load_features`)" in d.message
+
+
+def test_writing_into_a_tensor_does_not_change_where_it_lives():
+    """`t[i] = value`: the one-hot tensor is still created on the device, whatever the value's
+    origin (here a string read by a call the file cannot see)."""
+    src = """\
+    import string
+    import torch
+    from torch import nn
+
+    letters = string.ascii_lowercase
+
+
+    def char_tensor(word):
+        t = torch.zeros(len(word)).long()
+        for i in range(len(word)):
+            t[i] = letters.index(word[i])
+        return t
+
+
+    torch.manual_seed(0)
+    embed = nn.Embedding(26, 4)
+    print(embed(char_tensor("abc")).shape)
+    """
+    (d,) = lint(src)
+    assert d.fix is not None, d.message
+    fixed = fix(src)
+    assert "t = torch.zeros(len(word), device=device).long()" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_unpacked_call_arguments_and_tuple_results_are_followed_element_wise():
+    """`train(*random_pair())`, `category, line, x, y = random_example()`: each parameter and name
+    gets its own element of the returned tuple (the string elements are no tensors to place)."""
+    src = """\
+    import random
+    import torch
+    from torch import nn
+
+    random.seed(0)
+    torch.manual_seed(0)
+    words = ["ab", "ba", "aa"]
+    net = nn.Linear(2, 2)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+
+    def random_pair():
+        word = random.choice(words)
+        return word, torch.FloatTensor([[float(c == "a") for c in word]]), torch.LongTensor([int(word[0] == "a")])
+
+
+    def train(word, x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+
+    for step in range(3):
+        loss = train(*random_pair())
+    word, x, y = random_pair()
+    print(word, round(loss, 4), net(x).argmax(1).tolist())
+    """
+    (d,) = lint(src)
+    assert d.fix is not None and d.fix.applicability is Applicability.SAFE, d.message
+    fixed = fix(src)
+    assert "torch.tensor([[float(c == \"a\") for c in word]], dtype=torch.float32, device=device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_a_model_method_other_than_forward_makes_its_tensors_on_the_device():
+    """`hidden = rnn.init_hidden()`: the method's `torch.zeros` is created on the device too;
+    a CPU tensor indexed by the model's output (`confusion[i][guess]`) goes with it."""
+    src = """\
+    import torch
+    from torch import nn
+
+
+    class RNN(nn.Module):
+        def __init__(self, n_in, n_hidden, n_out):
+            super().__init__()
+            self.n_hidden = n_hidden
+            self.i2h = nn.Linear(n_in + n_hidden, n_hidden)
+            self.i2o = nn.Linear(n_in + n_hidden, n_out)
+
+        def forward(self, x, h):
+            xh = torch.cat((x, h), 1)
+            return self.i2o(xh), self.i2h(xh)
+
+        def init_hidden(self):
+            return torch.zeros(1, self.n_hidden)
+
+
+    torch.manual_seed(0)
+    rnn = RNN(3, 4, 2)
+    confusion = torch.zeros(2, 2)
+    for step in range(4):
+        hidden = rnn.init_hidden()
+        out, hidden = rnn(torch.randn(1, 3), hidden)
+        guess = out.argmax(1)[0]
+        confusion[step % 2][guess] += 1
+    print(confusion.numpy().tolist())
+    """
+    fixed = fix(src)
+    assert "return torch.zeros(1, self.n_hidden, device=device)" in fixed
+    assert "confusion = torch.zeros(2, 2, device=device)" in fixed
+    assert "print(confusion.cpu().numpy().tolist())" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_a_vocabulary_made_by_set_is_python_data_not_a_value_to_place():
+    """The batch is read (`len`) before it is rebound to a tensor, so both bindings count; the
+    first is Python lists of indices into a vocabulary made by `set`: nothing to place there."""
+    src = """\
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    sentences = ["i like dogs", "i love milk", "you hate cats"]
+    words = sorted(set(" ".join(sentences).split()))
+    index = {w: i for i, w in enumerate(words)}
+    batch = [[index[w] for w in s.split()[:2]] for s in sentences]
+    print(len(batch), "sentences")
+    batch = torch.LongTensor(batch)
+    model = nn.Sequential(nn.Embedding(len(words), 3), nn.Flatten(), nn.Linear(6, 2))
+    print(model(batch).argmax(1).tolist())
+    """
+    (d,) = lint(src)
+    assert d.fix is not None and d.fix.applicability is Applicability.SAFE, d.message
+    fixed = fix(src)
+    assert "batch = torch.LongTensor(batch).to(device)" in fixed
+    assert run(fixed) == run(textwrap.dedent(src))
+
+
+def test_the_lengths_of_a_packed_sequence_stay_on_the_host():
+    """`pack_padded_sequence(emb, lengths)` wants `lengths` on the CPU: it is no operand that
+    must join the embedded batch on the device."""
+    src = """\
+    import torch
+    from torch import nn
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(6, 3)
+            self.rnn = nn.GRU(3, 4, batch_first=True)
+
+        def forward(self, tokens, sizes):
+            lengths = torch.tensor(sizes)
+            _, h = self.rnn(pack_padded_sequence(self.emb(tokens), lengths, batch_first=True))
+            return h[-1]
+
+
+    torch.manual_seed(0)
+    model = Tagger()
+    tokens = torch.tensor([[1, 2, 3], [4, 5, 0]])
+    print(model(tokens, [3, 2]).shape)
+    """
+    fixed = fix(src)
+    assert "lengths = torch.tensor(sizes)\n" in fixed
+    assert "tokens = torch.tensor([[1, 2, 3], [4, 5, 0]], device=device)" in fixed
     assert run(fixed) == run(textwrap.dedent(src))

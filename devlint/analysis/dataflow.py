@@ -16,6 +16,13 @@ Flow-insensitive and per scope (a function body, or the module body), from the C
   ``x.shape``, ``torch.float32``) contribute no leaf. A HOST leaf carries the outermost name
   it was reached through (the value as the model meets it), an ORIGIN leaf the name it is
   bound to, so a message can say which value stays behind.
+
+  A legacy typed constructor (``torch.LongTensor(data)``) is a creation site like
+  ``torch.tensor``: the port places it. Python data (``sorted(set(words))``, a ``dict`` of
+  indices) carries no leaf of its own. ``a, b = f()`` over a function whose every return is a
+  tuple binds ``a`` to the first elements only (the ``call_element`` hook), and a name rebound
+  by a top-level statement that every read follows (``x = torch.LongTensor(x)`` after
+  ``x = make_batch()``) has only that binding as its value there.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import libcst as cst
 from devlint.syntax import factory_takes_device
 from devlint.facts import DEVICE_LESS_FACTORIES, call_arg, dotted
 from devlint.syntax import own_params
-from devlint.walk import nodes, statements
+from devlint.walk import children, nodes, statements
 
 DEVICE, ORIGIN, HOST = "device", "origin", "host"
 _MAX_DEPTH = 60  # nested expressions / names followed at once (a 500-term sum is not followed)
@@ -38,7 +45,8 @@ HOST_METHODS = frozenset({"size", "dim", "item", "tolist", "numel", "numpy", "ne
                           "data_ptr", "element_size", "is_contiguous", "__len__"})
 _SCALAR_BUILTINS = frozenset({"int", "float", "len", "range", "str", "bool", "round", "print", "repr",
                               "isinstance", "hasattr", "getattr", "id", "type", "format", "abs", "min", "max"})
-_PASS_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "zip", "enumerate", "iter", "next", "sum"})
+_PASS_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "zip", "enumerate", "iter", "next", "sum",
+                            "set", "frozenset", "dict"})
 # top-level torch functions that return no tensor (or none a port places): their result is no value to place
 _TORCH_NO_TENSOR = frozenset({"is_tensor", "is_floating_point", "numel", "manual_seed", "seed", "initial_seed",
                               "get_default_dtype", "set_default_dtype", "no_grad", "enable_grad", "inference_mode",
@@ -46,6 +54,9 @@ _TORCH_NO_TENSOR = frozenset({"is_tensor", "is_floating_point", "numel", "manual
                               "compile", "load", "save", "set_printoptions", "use_deterministic_algorithms",
                               "Generator", "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads",
                               "broadcast_shapes", "promote_types", "result_type", "can_cast"})
+# torch calls whose value is made of their first argument only, the others staying on the host
+# (`pack_padded_sequence(x, lengths)`: `lengths` must be a CPU tensor): no operands to colocate
+HOST_ARG_CALLS = frozenset({"torch.nn.utils.rnn.pack_padded_sequence"})
 _FUNCTIONAL_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
                                 "kl_div", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
                                 "ctc_loss", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
@@ -61,9 +72,10 @@ class Leaf(NamedTuple):
 
 
 class Site(NamedTuple):
-    kind: str  # "assign", "aug", "for", "with", "append"
+    kind: str  # "assign", "aug", "for", "with", "append", "item" (``name[i] = v``)
     value: cst.CSTNode  # the value expression (for: the iterated expression)
     stmt: cst.CSTNode
+    index: Optional[int] = None  # `a, b = value`: the position of the name in a flat tuple target
 
 
 def target_names(target: cst.CSTNode) -> list:
@@ -90,6 +102,13 @@ def _split(target: cst.CSTNode, value: cst.CSTNode, stmt, kind: str, out: dict) 
         for t, v in zip(target.elements, value.elements):
             _split(t.value, v.value, stmt, kind, out)
         return
+    if isinstance(target, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Name) for e in target.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+        for i, e in enumerate(target.elements):
+            out.setdefault(e.value.value, []).append(Site(kind, value, stmt, i))
+        return
+    if kind == "assign" and isinstance(target, cst.Subscript):
+        kind = "item"
     for name in target_names(target):
         out.setdefault(name, []).append(Site(kind, value, stmt))
 
@@ -139,6 +158,47 @@ def bindings(body: cst.CSTNode) -> dict:
     return binds
 
 
+def _inner_blocks(stmt: cst.CSTNode) -> list:
+    """The statement lists directly inside a compound statement (bodies, else/except/finally)."""
+    out = []
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        out.append(body.body)
+    for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
+        if part is not None:
+            out.extend(_inner_blocks(part))
+    return out
+
+
+def _local_to(fn: cst.CSTNode, name: str, facts) -> bool:
+    """``name`` is a variable of the function itself (a parameter or assigned there, not global)."""
+    if isinstance(fn, cst.Lambda):
+        return name in [p.name.value for p in own_params(fn)]
+    if not (name in facts.assigned_in.get(fn, ()) or name in [p.name.value for p in own_params(fn)]):
+        return False
+    return not any(type(n) is cst.Global and any(g.name.value == name for g in n.names) for n in statements(fn.body))
+
+
+def _tensor_maker(q: Optional[str]) -> bool:
+    """``torch.LongTensor``, ``torch.tensor``, ``torch.as_tensor``, ``torch.from_numpy``: a function
+    that makes a new CPU tensor from data."""
+    return q is not None and q.count(".") == 1 and q.startswith("torch.") and (
+        q.endswith("Tensor") or q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy"))
+
+
+def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
+    """``name = ...`` / ``a, name = ...`` rebinds the name; ``name[i] = ...`` writes into it."""
+    targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else \
+        [stmt.target] if isinstance(stmt, cst.AnnAssign) else []
+    for t in targets:
+        if isinstance(t, cst.Name) and t.value == name:
+            return True
+        if isinstance(t, (cst.Tuple, cst.List)) and any(
+                isinstance(e.value, cst.Name) and e.value.value == name for e in t.elements):
+            return True
+    return False
+
+
 def is_functional_loss(qualname: Optional[str]) -> bool:
     q = qualname or ""
     return q.startswith("torch.nn.functional.") and q.rsplit(".", 1)[-1] in _FUNCTIONAL_LOSSES
@@ -157,13 +217,16 @@ class Origins:
     ``call_leaf(call)`` -> a leaf set for calls the caller understands (a model call: DEVICE),
     ``loop_leaf(for_node, name)`` -> a leaf set for a ``for`` target (a moved batch: DEVICE),
     ``name_leaf(name)`` -> a leaf set for names the caller knows (a model: no leaf),
-    ``param_leaves(name)`` -> the leaves of what callers pass for a parameter (default: HOST).
+    ``param_leaves(name)`` -> the leaves of what callers pass for a parameter (default: HOST),
+    ``call_element(call, i)`` -> the leaves of element ``i`` of what a call returns, where the
+    caller knows it returns a tuple (``a, b = f()``; default: the whole call's leaves).
     """
 
     def __init__(self, facts, body: cst.CSTNode, fn: Optional[cst.FunctionDef] = None,
                  outer: Optional["Origins"] = None, call_leaf: Optional[Callable] = None,
                  loop_leaf: Optional[Callable] = None, name_leaf: Optional[Callable] = None,
-                 param_leaves: Optional[Callable] = None, visiting: Optional[set] = None) -> None:
+                 param_leaves: Optional[Callable] = None, visiting: Optional[set] = None,
+                 call_element: Optional[Callable] = None) -> None:
         self.facts, self.body, self.fn, self.outer = facts, body, fn, outer
         self.binds = bindings(body)
         self.params = set(params_of(fn))
@@ -171,6 +234,11 @@ class Origins:
         self.loop_leaf = loop_leaf or (lambda loop, name: None)
         self.name_leaf = name_leaf or (lambda name: None)
         self.param_leaves = param_leaves or (lambda origins, name: None)
+        self.call_element = call_element or (lambda call, i: None)
+        self._block_of: Optional[dict] = None  # id(statement) -> (its statement list, index)
+        self._position: dict = {}  # id(statement list) -> {id(node): index of its statement}
+        self._rebound: dict = {}  # name -> (its last binding, its statement list, index) or None
+        self._names: Optional[dict] = None  # name -> its Name nodes in the scope (see _uses)
         self.visiting = visiting if visiting is not None else set()  # shared across scopes
         self._memo: dict = {}
         self._local: list = []  # comprehension bindings: [{name: leaves}]
@@ -221,6 +289,21 @@ class Origins:
             if name in self.facts.aliases and not self.facts.aliases[name].startswith("torch"):
                 return frozenset({Leaf(HOST, self.body, None, "imported")})
             return frozenset()
+        rebound = self._rebinding(name)
+        if rebound is not None:
+            return self._site_leaves(rebound[0])
+        return self._of_sites(name, sites)
+
+    def _of_sites(self, name: str, sites: list) -> frozenset:
+        items = [s for s in sites if s.kind == "item"]
+        if items:  # `t[i] = v` writes into `t`: a tensor stays where it was made, a list holds `v`
+            base = self._resolve_sites(name, [s for s in sites if s.kind != "item"])
+            if base and all(lf.kind in (ORIGIN, DEVICE) for lf in base):
+                return base
+            return base | self._resolve_sites(name, items)
+        return self._resolve_sites(name, sites)
+
+    def _resolve_sites(self, name: str, sites: list) -> frozenset:
         out: set = set()
         for site in sites:
             if site.kind == "aug":
@@ -233,9 +316,110 @@ class Origins:
                     out |= known
                 elif not (isinstance(site.value, cst.Call) and dotted(site.value.func) == "range"):
                     out |= self.leaves(site.value)
-            else:
-                out |= self.leaves(site.value)
+            else:  # assign, append, item
+                out |= self._site_leaves(site)
         return frozenset(out)
+
+    def _site_leaves(self, site: Site) -> frozenset:
+        if site.index is not None and isinstance(site.value, cst.Call):
+            known = self.call_element(site.value, site.index)
+            if known is not None:
+                return known
+        return self.leaves(site.value)
+
+    def _blocks(self) -> dict:
+        """id(statement) -> (the statement list that holds it, its index there), for every
+        statement of the scope (small statements too; nested scopes excluded)."""
+        if self._block_of is None:
+            self._block_of = {}
+            todo = [getattr(self.body, "body", ())]
+            while todo:
+                block = todo.pop()
+                for i, stmt in enumerate(block):
+                    self._block_of[id(stmt)] = (block, i)
+                    if isinstance(stmt, cst.SimpleStatementLine):
+                        for small in stmt.body:
+                            self._block_of[id(small)] = (block, i)
+                    elif not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                        todo.extend(_inner_blocks(stmt))
+        return self._block_of
+
+    def _positions(self, block) -> dict:
+        """id(node) -> the index of the statement of ``block`` that holds it (nested scopes included)."""
+        key = id(block)
+        if key not in self._position:
+            self._position[key] = {}
+            for i, stmt in enumerate(block):
+                for n in nodes(stmt, into_scopes=True):
+                    self._position[key][id(n)] = i
+        return self._position[key]
+
+    def _rebinding(self, name: str) -> Optional[tuple]:
+        """``(last site, its statement list, its index there)`` when ``name``'s last binding is a
+        plain assignment statement of its own, every other binding comes before it in the same
+        statement list, and every read of the name sits in that list too: reads after it see
+        only that binding (``x = torch.LongTensor(x)`` after ``x, y = make_batch()``), reads up
+        to it (its own value included) only the earlier ones; None otherwise."""
+        if name in self._rebound:
+            return self._rebound[name]
+        self._rebound[name] = None
+        sites = self.binds.get(name) or []
+        if len(sites) < 2 or any(s.kind not in ("assign", "item") for s in sites):
+            return None
+        where = self._blocks()
+        binding = [s for s in sites if s.kind == "assign"]
+        last = binding[-1]
+        if id(last.stmt) not in where or not _rebinds(last.stmt, name):
+            return None
+        block, at = where[id(last.stmt)]
+        if not isinstance(block[at], cst.SimpleStatementLine) or len(block[at].body) != 1:
+            return None
+        pos = self._positions(block)
+        if any(pos.get(id(s.stmt), at) >= at for s in sites if s is not last):
+            return None  # a binding after it, or outside its statement list
+        # where else the name may appear before the rebinding: the earlier bindings, each a
+        # statement of its own (a read anywhere else may reach the model with an earlier value)
+        simple = {pos[id(s.stmt)] for s in sites if s is not last and isinstance(block[pos[id(s.stmt)]],
+                                                                                  cst.SimpleStatementLine)}
+        for n, fns in self._uses().get(name, ()):
+            if any(_local_to(fn, name, self.facts) for fn in fns):
+                continue  # a function's own `name` is another variable
+            i = pos.get(id(n))
+            if i is None or (i < at and i not in simple):
+                return None
+        self._rebound[name] = (last, block, at)
+        return self._rebound[name]
+
+    def _uses(self) -> dict:
+        """name -> [(Name node, the functions and lambdas of the scope around it)], one walk."""
+        if self._names is None:
+            self._names = {}
+            stack = [(n, ()) for n in getattr(self.body, "body", ())]
+            while stack:
+                n, fns = stack.pop()
+                if type(n) is cst.Name:
+                    self._names.setdefault(n.value, []).append((n, fns))
+                    continue
+                if type(n) in (cst.FunctionDef, cst.Lambda):
+                    fns = (*fns, n)
+                stack.extend((c, fns) for c in children(n, trivia=False))
+        return self._names
+
+    def _earlier(self, e: cst.Name) -> Optional[frozenset]:
+        """The leaves of a read of a rebound name up to its rebinding: the earlier bindings'."""
+        rebound = self._rebinding(e.value) if e.value in self.binds else None
+        if rebound is None or self._positions(rebound[1]).get(id(e), rebound[2] + 1) > rebound[2]:
+            return None
+        key = (id(self), e.value, "before")
+        if key in self.visiting:
+            self._cut = True
+            return frozenset()
+        self.visiting.add(key)
+        try:
+            leaves = self._of_sites(e.value, [s for s in self.binds[e.value] if s is not rebound[0]])
+        finally:
+            self.visiting.discard(key)
+        return frozenset(lf._replace(name=e.value) if lf.name is None or lf.kind == HOST else lf for lf in leaves)
 
     # ---- expressions -------------------------------------------------------------------
     def leaves(self, e: cst.CSTNode) -> frozenset:
@@ -249,6 +433,10 @@ class Origins:
 
     def _leaves(self, e: cst.CSTNode) -> frozenset:
         if isinstance(e, cst.Name):
+            if not any(e.value in frame for frame in self._local):
+                earlier = self._earlier(e)
+                if earlier is not None:
+                    return earlier
             return self.name_leaves(e.value)
         if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.FormattedString,
                           cst.ConcatenatedString, cst.Lambda, cst.Ellipsis)):
@@ -323,12 +511,19 @@ class Origins:
             return frozenset()
         if q is None and d in _PASS_BUILTINS:
             return self._union([a.value for a in call.args])
+        if q is None and d == "map" and len(call.args) == 2 and not any(a.star or a.keyword for a in call.args) \
+                and _tensor_maker(self.facts.qualname(call.args[0].value)):
+            return frozenset({Leaf(ORIGIN, call, None)})  # map(torch.LongTensor, zip(*batch)): made here
+        if q in HOST_ARG_CALLS and call.args and not call.args[0].star:
+            return self.leaves(call.args[0].value)
         if q is not None and q.startswith("torch.utils.data."):
             return frozenset({Leaf(HOST, call, None, f"comes from `{d or q}`")})
         if q is not None and q.startswith("torch."):
             last = q.rsplit(".", 1)[-1]
-            if q.count(".") == 1 and last.endswith("Tensor"):  # torch.FloatTensor(data): a CPU type
-                return frozenset({Leaf(HOST, call, None, f"a CPU tensor type `{d}`")})
+            if q.count(".") == 1 and last.endswith("Tensor"):  # torch.FloatTensor(data): a creation site
+                if any(a.star or a.keyword for a in call.args):
+                    return frozenset({Leaf(HOST, call, None, f"a CPU tensor type `{d}` with unpacked arguments")})
+                return frozenset({Leaf(ORIGIN, call, None)})
             if q.count(".") == 1 and (last in DEVICE_LESS_FACTORIES or last in ("as_tensor", "from_numpy")) \
                     and factory_takes_device(last, call):
                 if any(a.star for a in call.args) or call_arg(call, None, "generator") is not None \
@@ -355,7 +550,8 @@ class Origins:
 
 def operands(e: cst.CSTNode) -> list:
     """The values an operation combines: a call's receiver and arguments, both sides of a
-    binary operation or comparison, the target and value of ``x += v``."""
+    binary operation or comparison, the target and value of ``x += v``, a subscript's value and
+    its indices (a tensor indexed by a device tensor must be on the device too)."""
     if isinstance(e, cst.Call):
         recv = [e.func.value] if isinstance(e.func, cst.Attribute) else []
         return recv + [a.value for a in e.args]
@@ -365,12 +561,16 @@ def operands(e: cst.CSTNode) -> list:
         return [e.target, e.value]
     if isinstance(e, cst.Comparison):
         return [e.left, *(c.comparator for c in e.comparisons)]
+    if isinstance(e, cst.Subscript):
+        return [e.value, *(el.slice.value for el in e.slice if isinstance(el.slice, cst.Index))]
     return []
 
 
 def passed_args(fn: cst.FunctionDef, name: str, bodies) -> Optional[list]:
-    """``[(body, expr)]``: what each call ``fn(...)`` in ``bodies`` passes for parameter ``name``
-    (a call that leaves it to its default passes nothing); None when a call uses ``*args``."""
+    """``[(body, expr, element)]``: what each call ``fn(...)`` in ``bodies`` passes for parameter
+    ``name`` (a call that leaves it to its default passes nothing): ``expr`` itself (``element``
+    None), or element ``element`` of ``expr`` for ``fn(*expr)`` (one unpacked argument, after
+    the plain positional ones); None when a call unpacks arguments in any other way."""
     p = fn.params
     positional = [x.name.value for x in (*p.posonly_params, *p.params)]
     pos = positional.index(name) if name in positional else None
@@ -378,11 +578,18 @@ def passed_args(fn: cst.FunctionDef, name: str, bodies) -> Optional[list]:
     for body in bodies:
         for n in nodes(body):
             if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == fn.name.value:
-                if any(a.star for a in n.args):
-                    return None
+                stars = [i for i, a in enumerate(n.args) if a.star]
+                if stars:
+                    i = stars[0]
+                    if len(stars) != 1 or n.args[i].star != "*" or any(a.keyword for a in n.args[:i]) or \
+                            pos is None or any(a.keyword is None for a in n.args[i + 1:]):
+                        return None
+                    if pos >= i and call_arg(n, None, name) is None:
+                        out.append((body, n.args[i].value, pos - i))
+                        continue
                 a = call_arg(n, pos, name)
                 if a is not None:
-                    out.append((body, a.value))
+                    out.append((body, a.value, None))
     return out
 
 
