@@ -154,6 +154,15 @@ class MissingDevicePlacement(Rule):
         "    print(net(torch.randn(3, 4)).shape)\n",
         # dtype conversions are not device placement, but the comment does not count either
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 2)\nx = torch.randn(3, 4).to('cpu')\nprint(model(x))\n",
+        # a layer without parameters, built in a helper: nothing to place
+        "import torch\nfrom torch import nn\ndef regroup(x, h, w):\n"
+        "    unflatten = nn.Sequential(nn.Unflatten(2, torch.Size([h, w])))\n    return unflatten(x)\n"
+        "print(regroup(torch.ones(1, 4, 6), 2, 3).shape)\n",
+        # a model module whose import fallback and `__main__` smoke test train nothing
+        "import torch\nfrom torch import nn\ntry:\n    from fancy import SyncBatchNorm as BN\n"
+        "except ImportError:\n    BN = nn.BatchNorm2d\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.bn = BN(3)\n    def forward(self, x):\n        return self.bn(x)\n"
+        "if __name__ == '__main__':\n    model = Net()\n    print(model(torch.randn(1, 3, 4, 4)).shape)\n",
     ]
     INVALID = [
         Invalid(

@@ -48,7 +48,8 @@ def smoke_test_library(module: cst.Module) -> bool:
     defs = [s for s in module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
     if not defs:
         return False
-    rest = [s for s in module.body if not isinstance(s, (cst.ClassDef, cst.FunctionDef, cst.SimpleStatementLine))]
+    rest = [s for s in module.body if not isinstance(s, (cst.ClassDef, cst.FunctionDef, cst.SimpleStatementLine))
+            and not _declarative(s)]
     mains = [s for s in rest if is_main_guard(s)]
     if len(mains) != len(rest):
         return False
@@ -60,6 +61,22 @@ def smoke_test_library(module: cst.Module) -> bool:
                     return False
     return not any(trains(m.body) for m in mains) and not any(
         trains(d.body) for d in defs if isinstance(d, cst.FunctionDef))
+
+
+def _declarative(stmt: cst.CSTNode) -> bool:
+    """``try: from x import A`` / ``except ImportError: A = B``, ``if sys.version_info ...:``:
+    a block of imports and plain assignments (an import fallback), which runs nothing."""
+    if not isinstance(stmt, (cst.Try, cst.If)) or is_main_guard(stmt):
+        return False
+    for st in statements(stmt):
+        if isinstance(st, (cst.Expr,)) and isinstance(st.value, cst.Call):
+            return False
+        if isinstance(st, (cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(st, (cst.Assign, cst.AnnAssign)) and st.value is not None and any(
+                isinstance(n, cst.Call) for n in nodes(st.value)):
+            return False
+    return True
 
 
 # Any of these in a name, attribute or keyword means the file already deals with devices.
@@ -112,7 +129,7 @@ def model_constructions(facts, fn: Optional[cst.FunctionDef], body: cst.CSTNode)
         name, value = n.targets[0].target.value, n.value
         if facts.kind_of(value, fn) == MODULE:
             q = facts.qualname(value.func) or ""
-            if not (q == "torch.compile" or q.startswith("torch.nn.utils")):
+            if not (q == "torch.compile" or q.startswith("torch.nn.utils") or _weightless(facts, value)):
                 yield n, name
             continue
         d = dotted(value.func)
@@ -130,6 +147,32 @@ def model_constructions(facts, fn: Optional[cst.FunctionDef], body: cst.CSTNode)
                     and isinstance(c.func.value, cst.Name) and c.func.attr.value in _MODULE_USE}
         if name in used:
             yield n, name
+
+
+# torch.nn layers that hold no parameters or buffers: nothing of theirs to place on a device
+_WEIGHTLESS = frozenset(
+    """Flatten Unflatten Identity ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Tanh Sigmoid Hardtanh
+    Hardsigmoid Hardswish Softplus Softsign Softmax Softmax2d LogSoftmax LogSigmoid Tanhshrink Threshold
+    Dropout Dropout1d Dropout2d Dropout3d AlphaDropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d
+    AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d
+    AdaptiveMaxPool3d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
+    ZeroPad2d ConstantPad1d ConstantPad2d ReflectionPad1d ReflectionPad2d ReplicationPad2d ChannelShuffle
+    Fold Unfold CosineSimilarity PairwiseDistance""".split())
+
+
+def _weightless(facts, call: cst.Call) -> bool:
+    """``nn.Unflatten(2, size)``, ``nn.Sequential(nn.ReLU(), nn.Flatten())``: a torch.nn layer (or
+    a Sequential of them) without parameters or buffers is no model to place."""
+    q = facts.qualname(call.func) or ""
+    if not q.startswith("torch.nn."):
+        return False
+    last = q.rsplit(".", 1)[-1]
+    if last in _WEIGHTLESS:
+        return True
+    if last == "Sequential" and call.args:
+        return all(a.keyword is None and not a.star and isinstance(a.value, cst.Call) and _weightless(facts, a.value)
+                   for a in call.args)
+    return False
 
 
 def fed_models(facts, functions: dict, fn: Optional[cst.FunctionDef], body: cst.CSTNode, names: set,
