@@ -131,6 +131,11 @@ class UnregisteredTensorAttribute(Rule):
         "import torch\nfrom torch import nn\nclass Wrap(nn.Module):\n    def __init__(self, k, device):\n"
         "        super().__init__()\n        self.device = device\n"
         "        self.m = torch.eye(k, device=self.device)\n",
+        # every use moves the attribute to the input's device
+        "import torch\nfrom torch import nn\nclass STFT(nn.Module):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.window = torch.ones(n)\n"
+        "    def forward(self, x):\n        return torch.stft(x, 16, window=self.window.to(x.device), return_complex=True)\n"
+        "    def inverse(self, z):\n        return torch.istft(z, 16, window=self.window.to(z.device))\n",
     ]
     INVALID = [
         Invalid(
@@ -181,6 +186,18 @@ class UnregisteredTensorAttribute(Rule):
             "        super().__init__()\n        self.register_buffer(\"k\", torch.tensor([k]).to(torch.float32), persistent=False)\n",
             unsafe=True,
         ),
+        # one use moves it, another does not: that one mixes devices
+        Invalid(
+            "import torch\nfrom torch import nn\nclass STFT(nn.Module):\n    def __init__(self, n):\n"
+            "        super().__init__()\n        self.window = torch.ones(n)\n"
+            "    def forward(self, x):\n        return x * self.window.to(x.device)\n"
+            "    def inverse(self, z):\n        return z * self.window\n",
+            "import torch\nfrom torch import nn\nclass STFT(nn.Module):\n    def __init__(self, n):\n"
+            "        super().__init__()\n        self.register_buffer(\"window\", torch.ones(n), persistent=False)\n"
+            "    def forward(self, x):\n        return x * self.window.to(x.device)\n"
+            "    def inverse(self, z):\n        return z * self.window\n",
+            unsafe=True,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -193,6 +210,7 @@ class UnregisteredTensorAttribute(Rule):
         self.param_rebinds: dict = {}
         self.branches: list = []  # (If, "body"/"orelse") enclosing the node, innermost last
         self.candidate_branches: dict = {}  # candidate node -> its enclosing if-branches
+        self.reads: dict = {}  # cls -> {attr: [mentions of self.<attr>, of them `self.<attr>.to(...)`]}
 
     # ---- helpers -------------------------------------------------------------------------
     def _self_name(self) -> Optional[str]:
@@ -286,7 +304,17 @@ class UnregisteredTensorAttribute(Rule):
             if attr is not None and self.t.method.name.value != "__init__":
                 self._count(attr)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.t.cls is not None and self.t.method is not None and self._self_attr(node) is not None:
+            reads = self.reads.setdefault(self.t.cls, {}).setdefault(node.attr.value, [0, 0])
+            reads[0] += 1
+
     def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if (self.t.cls is not None and isinstance(f, cst.Attribute) and f.attr.value == "to"
+                and isinstance(f.value, cst.Attribute) and self._self_attr(f.value) is not None):
+            reads = self.reads.setdefault(self.t.cls, {}).setdefault(f.value.attr.value, [0, 0])
+            reads[1] += 1  # `self.window.to(x.device)`: moved where it is used
         if self.t.cls is None or not node.args:
             return
         func = node.func
@@ -304,6 +332,9 @@ class UnregisteredTensorAttribute(Rule):
         for cls, method, attr, node, stmt in self.candidates:
             if cls in self.overrides or attr in self.registered.get(cls, ()):
                 continue
+            mentions, moved = self.reads.get(cls, {}).get(attr, (0, 0))
+            if moved and mentions - moved == self.assigned.get(cls, {}).get(attr, 0):
+                continue  # every use moves it to where it is needed: `self.window.to(x.device)`
             if self._project_base_owns(cls, attr):
                 continue  # a project base class (another file) moves its attributes or registered it
             rebinds = self._one_branch_rebinds(cls, method, attr, node)
