@@ -202,6 +202,10 @@ class FactoryWithoutDevice(Rule):
         "import torch\nfrom torch import nn\nclass PE(nn.Module):\n    def forward(self, x):\n"
         "        return x + torch.arange(x.shape[-1])\n"
         "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\ntorch.set_default_device(device)\n",
+        # a dead value: the next statement rebinds the name before anything reads it
+        "import torch\nfrom torch import nn\nclass L(nn.Module):\n    def forward(self, x):\n"
+        "        t = torch.arange(x.shape[1])\n        t = torch.arange(x.shape[1], device=x.device)\n"
+        "        return x + t\n",
     ]
     INVALID = [
         # wrapped the same way but never placed: mixes with `hidden` on a GPU
@@ -358,7 +362,7 @@ class FactoryWithoutDevice(Rule):
             if node in self._exempt:  # marked by an enclosing subscript visited earlier
                 continue
             use = usage_of(method)
-            if use.moved_next(node) or use.placed_later(node) or \
+            if use.moved_next(node) or use.placed_later(node) or use.overwritten_next(node) or \
                     use.host_only(node, self._callers_keep_on_host(method, cls)):
                 continue  # placed by the next statement / only logged, indexed, read back on the host
             if ends_placed(node, method, cls):

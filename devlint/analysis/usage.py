@@ -23,7 +23,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.syntax import bound_names, names_read
-from devlint.walk import children
+from devlint.walk import children, nodes
 
 # methods between a factory and its move that keep the tensor where it is
 CAST_METHODS = frozenset({
@@ -439,6 +439,29 @@ class FunctionUsage:
                     if _is_move_of(small, name):
                         return True
         return False
+
+
+    def overwritten_next(self, call: cst.CSTNode) -> bool:
+        """``n = factory(...)`` whose very next statement rebinds ``n`` without reading it: a
+        dead value, never used anywhere."""
+        call = self.chain_top(call)
+        bound = self.bound_name(call)
+        if bound is None:
+            return False
+        name, assign = bound
+        line = self._up(assign)
+        block = self._up(line)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or block is None \
+                or not hasattr(block, "body"):
+            return False
+        body = list(block.body)
+        idx = next((i for i, s in enumerate(body) if s is line), None)
+        if idx is None or idx + 1 >= len(body) or not isinstance(body[idx + 1], cst.SimpleStatementLine):
+            return False
+        nxt = body[idx + 1].body[0]
+        return (isinstance(nxt, cst.Assign) and len(nxt.targets) == 1 and isinstance(nxt.targets[0].target, cst.Name)
+                and nxt.targets[0].target.value == name
+                and not any(isinstance(n, cst.Name) and n.value == name for n in nodes(nxt.value)))
 
 
 def _torch_unary(call: cst.Call, arg: cst.Arg) -> bool:
