@@ -211,6 +211,9 @@ class HardcodedCuda(Rule):
         "def wrap(model, distributed):\n    if distributed:\n        model = model.cuda()\n"
         "        model = DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])\n"
         "    return model\n",
+        # the user's switch for the CPU, negated, chooses the GPU
+        "import torch\ndef load(model, args):\n    if not args.cpu:\n        model = model.cuda()\n"
+        "    if args.force_cpu:\n        return model\n    return model.cuda()\n",
     ]
     INVALID = [
         Invalid(
@@ -351,6 +354,8 @@ class HardcodedCuda(Rule):
         Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel\n"
                 "def wrap(model, distributed):\n    if distributed:\n        model = model.cuda()\n"
                 "        model = DistributedDataParallel(model)\n    return model\n"),
+        # `if args.cpu:` is the branch that runs without a GPU
+        Invalid("import torch\ndef load(model, args):\n    if args.cpu:\n        model = model.cuda()\n    return model\n"),
     ]
 
     def __init__(self, ctx) -> None:

@@ -44,6 +44,8 @@ EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "
 # a user switch or an imported flag in a condition: `args.cuda`, `use_gpu`, `TEST_CUDA`, `HAS_GPU`
 _NAMEISH_FLAG = re.compile(r"cuda|gpu|rocm|(?:^|_)hip(?:$|_)", re.I)  # ROCm builds run torch.cuda
 _CONSTANT_FLAG = re.compile(r"[A-Z][A-Z0-9_]*")
+# a user switch for the CPU: `args.cpu`, `use_cpu`, `force_cpu`, `cpu_only`, `ONLY_CPU`
+_CPU_FLAG = re.compile(r"(?:(?:use|force|only|run_on|on)_)?cpu(?:_only)?", re.I)
 # Decorators (and marks) that skip a test, or refuse to run a function, unless a CUDA GPU is present.
 _GPU_ONLY_DECORATOR = re.compile(
     r"skip_?if_?(no|lt_x|not)_?(cuda|gpu)s?|skip_?unless_?(cuda|gpu)s?|requires?_?(cuda|gpus?|multi_?gpu|nccl)"
@@ -182,6 +184,8 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         if d in facts.guard_flags or d.endswith(".is_cuda") or d in distributed_model(facts).nccl_flags:
             return 1
         last = d.rsplit(".", 1)[-1]
+        if _CPU_FLAG.fullmatch(last) and not facts.is_torch(test, *facts.aliases.values()):
+            return -1  # `if not args.cpu:` / `if use_cpu:`: the user's choice of the CPU
         if _NAMEISH_FLAG.search(last) and (not facts.is_torch(test, *facts.aliases.values())
                                            or _CONSTANT_FLAG.fullmatch(last)):
             # `TEST_CUDA`, `HAS_GPU` imported from a (torch) helper module are flags too
