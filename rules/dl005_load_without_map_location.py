@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import (HostSaves, host_used_load, project_holds_host, is_dataset_class, is_dataset_module,
+from devlint.analysis.checkpoints import (HostSaves, host_used_load, project_holds_host, saved_earlier, is_dataset_class, is_dataset_module,
                                           is_library_module, is_test_module, only_into_scaler, package_data_path,
                                           path_key)
 from devlint.analysis.style import string_quote
@@ -114,6 +114,12 @@ class LoadWithoutMapLocation(Rule):
         "    def resume(self, f):\n        state = torch.load(f)\n        self.scaler.load_state_dict(state)\n",
         # XLA tensors are pickled from host copies (`xm.save`)
         "import torch\nimport torch_xla.core.xla_model as xm\ndef load(path):\n    return torch.load(path)\n",
+        # the best epoch, saved by this run a few lines up, reloaded after training
+        "import torch\ndef fit(model, epochs, train):\n    best = 0\n    for e in range(epochs):\n"
+        "        if train(model) > best:\n            torch.save(model.state_dict(), '{}.pkl'.format(e))\n"
+        "            best = e\n    model.load_state_dict(torch.load('{}.pkl'.format(best)))\n",
+        "import torch\ndef fit(model, path):\n    with open(path, 'wb') as f:\n        torch.save(model, f)\n"
+        "    return torch.load(open(path, 'rb'))\n",
     ]
     INVALID = [
         # a value handed in from outside (a parameter) may live anywhere: not a host save
@@ -185,6 +191,11 @@ class LoadWithoutMapLocation(Rule):
             "    model.load_state_dict(torch.load(\n        path,\n        weights_only=True,\n"
             "        map_location=device,\n    ))\n",
         ),
+        # the save writes another file than the one loaded
+        Invalid("import torch\ndef fit(model, path, resume):\n    torch.save(model.state_dict(), path)\n"
+                "    return torch.load(resume)\n",
+                "import torch\ndef fit(model, path, resume):\n    torch.save(model.state_dict(), path)\n"
+                "    return torch.load(resume, map_location=\"cpu\")\n", unsafe=True),
     ]
 
     def __init__(self, ctx) -> None:
@@ -245,6 +256,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if self._round_trip(node) or self._host_saves.holds_host(node.args[0].value):
             return
+        if saved_earlier(node, self.t.function or self.ctx.module, self.ctx.module):
+            return  # the same run saved that file a few lines up: it reads back its own tensors
         if project_holds_host(node.args[0].value, self.facts.project):
             return  # the project saves that file from host data only (another file's save)
         if is_dataset_class(self.t.cls):

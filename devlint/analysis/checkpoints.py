@@ -65,6 +65,45 @@ def path_key(expr: cst.BaseExpression) -> Optional[str]:
     return "name:" + d
 
 
+def _same_file_key(expr: cst.BaseExpression, module: cst.Module, opened: dict) -> Optional[str]:
+    """What names the file a save writes or a load reads, for telling the two apart or alike:
+    ``open(p, "rb")`` and ``with open(p, "wb") as f`` are ``p``; ``"{}.pkl".format(e)`` is its
+    template; anything else its code."""
+    if isinstance(expr, cst.Name) and expr.value in opened:
+        expr = opened[expr.value]
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "open" and expr.args:
+        expr = expr.args[0].value
+    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format"
+            and _string(expr.func.value) is not None):
+        return "fmt:" + str(_string(expr.func.value))
+    if isinstance(expr, cst.FormattedString):
+        return "fstr:" + "{}".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText))
+    key = path_key(expr)
+    return key if key is not None else "code:" + module.code_for_node(expr)
+
+
+def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool:
+    """``torch.save(m, p)`` ... ``torch.load(p)`` in one function (or script body), the save
+    first: the load reads back what the same run wrote, on the same machine (the best epoch
+    reloaded after training), so its tensors are on a device this machine has."""
+    opened: dict = {}
+    saves: set = set()
+    arg = call_arg(load, 0, "f")
+    if arg is None:
+        return False
+    for n in nodes(root):
+        if n is load:
+            return _same_file_key(arg.value, module, opened) in saves
+        if isinstance(n, cst.WithItem) and isinstance(n.asname, cst.AsName) and isinstance(n.asname.name, cst.Name):
+            if isinstance(n.item, cst.Call) and isinstance(n.item.func, cst.Name) and n.item.func.value == "open":
+                opened[n.asname.name.value] = n.item
+        elif isinstance(n, cst.Call) and _is_torch_save(n):
+            tgt = call_arg(n, 1, "f")
+            if tgt is not None:
+                saves.add(_same_file_key(tgt.value, module, opened))
+    return False
+
+
 def _is_torch_save(call: cst.Call) -> bool:
     d = dotted(call.func)
     return d in ("torch.save", "torch.jit.save", "torch.serialization.save", "jit.save")
