@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,8 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
                 return True
             if _is_main_test(s.test) and _ensures(s.body, False, ensuring):
                 return True
-            if pol == 0 and in_function and _stops(s.body, True):
-                return False  # an early exit on another condition: the check may be skipped
+            if pol == 0 and in_function and s.body and isinstance(s.body[-1], ast.Return):
+                return False  # an early return on another condition: the check may be skipped
         value = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
         if isinstance(value, ast.Call):
             if _nccl_init(value):
@@ -222,6 +222,60 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
         if in_function and isinstance(s, ast.Return):
             return False
     return False
+
+
+@dataclass
+class _Calls:
+    """What a module's functions and script body call first (for requirements that run
+    through other modules: ``main()`` -> ``setup()`` -> ``distributed.enable()``)."""
+
+    functions: set  # top-level function names
+    ensuring: set  # of them, those that require CUDA by their own code
+    first: dict  # function name -> callees (dotted, as spelled) of its unconditional top-level calls
+    main: list  # callees of the script body's unconditional calls (module level and `__main__` block)
+
+
+def _first_calls(stmts: list, in_function: bool) -> list:
+    """Callees of the calls a block makes unconditionally, up to its first (early) return."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.If):
+            if _is_main_test(s.test):
+                out += _first_calls(s.body, False)
+                continue
+            if in_function and s.body and isinstance(s.body[-1], ast.Return):
+                break
+            continue
+        if in_function and isinstance(s, ast.Return):
+            if isinstance(s.value, ast.Call):
+                d = _dotted(s.value.func)
+                if d:
+                    out.append(d)
+            break
+        value = s.value if isinstance(s, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call):
+            if isinstance(value.func, ast.Call):  # `sys.exit(main(args))`
+                value = value.func
+            for call in (value, *(a for a in value.args if isinstance(a, ast.Call))):
+                d = _dotted(call.func)
+                if d:
+                    out.append(d)
+    return out
+
+
+def _calls_summary(source: bytes) -> Optional[_Calls]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    ensuring: set = set()
+    for _ in range(2):
+        for fn in funcs:
+            if fn.name not in ensuring and _ensures(fn.body, True, ensuring):
+                ensuring.add(fn.name)
+    return _Calls({f.name for f in funcs}, ensuring, {f.name: _first_calls(f.body, True) for f in funcs},
+                  _first_calls(tree.body, False))
 
 
 def _is_main_test(test: ast.AST) -> bool:
@@ -471,6 +525,8 @@ class ProjectIndex:
         self._texts: dict = {}  # path -> (stat stamp, (may be a script, its bytes))
         self._imports_text: dict = {}  # path -> (stat stamp, its imports read off the text)
         self._class_memo: dict = {}  # (path, text hash) -> (classes, torch aliases)
+        self._calls_memo: dict = {}  # (path, text hash) -> _Calls
+        self._ensures_memo: dict = {}  # (path, function) -> requires CUDA, through other modules too
         self._recs: list = []  # dependency sets being recorded (innermost last)
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
 
@@ -585,6 +641,8 @@ class ProjectIndex:
                     data = f.read()
             except OSError:
                 return None
+            if path in self._texts:  # an edited module: requirements read through it go
+                self._ensures_memo.clear()
             hit = self._texts[path] = (stamp, (_SCRIPT_HINT.search(data) is not None, data))
         return hit[1]
 
@@ -693,6 +751,68 @@ class ProjectIndex:
                 continue
             out += [os.path.join(d, n) for n in names if n.endswith(".py") and os.path.isfile(os.path.join(d, n))]
         return out
+
+    # ---- requirements through calls into other modules --------------------------------
+    def _calls(self, path: str) -> Optional[_Calls]:
+        text = self._text(path)
+        if text is None:
+            return None
+        key = (path, hash(text[1]))
+        if key not in self._calls_memo:
+            self._calls_memo[key] = _calls_summary(text[1])
+        return self._calls_memo[key]
+
+    def function_ensures(self, path: str, name: str, depth: int = 5) -> bool:
+        """The function ``name`` of the module at ``path`` exits, raises or asserts without CUDA
+        (or starts an NCCL process group) before it returns: by its own code or by calling,
+        first thing, a function of this or another project module that does."""
+        key = (path, name)
+        if key in self._ensures_memo:
+            self._replay(("ensures", key))
+            return self._ensures_memo[key]
+        if depth <= 0:
+            return False
+        self._ensures_memo[key] = False  # a cycle of calls ensures nothing
+        found = self._recorded(("ensures", key), lambda: self._compute_ensures(path, name, depth))
+        self._ensures_memo[key] = found
+        return found
+
+    def _compute_ensures(self, path: str, name: str, depth: int) -> bool:
+        calls = self._calls(path)
+        if calls is None:
+            return False
+        if name in calls.ensuring:
+            return True
+        return any(self._callee_ensures(path, callee, depth - 1) for callee in calls.first.get(name, ()))
+
+    def _callee_ensures(self, path: str, callee: str, depth: int) -> bool:
+        """``callee`` as spelled in the module at ``path`` (``setup``, ``distributed.enable``)."""
+        if depth <= 0:
+            return False
+        calls = self._calls(path)
+        head, _, rest = callee.partition(".")
+        if not rest and calls is not None and head in calls.functions:
+            return self.function_ensures(path, head, depth)
+        text = self._text(path)
+        aliases = _torch_aliases(text[1], self._text_imports(path)) if text is not None else {}
+        for target, names in self.imports(path):
+            if names is None:
+                stem = os.path.splitext(os.path.basename(target))[0]
+                if stem == "__init__":
+                    stem = os.path.basename(os.path.dirname(target))
+                if rest and "." not in rest and stem in (head, aliases.get(head, head).split(".")[-1]):
+                    return self.function_ensures(target, rest, depth)
+                continue
+            for n, a in names:
+                if (a or n) == head and not rest:
+                    return self.function_ensures(target, n, depth)
+        return False
+
+    def script_requires_cuda(self, path: str) -> bool:
+        """Running the module at ``path`` as a script requires CUDA before it does its work:
+        its body (or ``__main__`` block) calls, unconditionally, a function that does."""
+        calls = self._calls(path)
+        return calls is not None and any(self._callee_ensures(path, c, 5) for c in calls.main)
 
     # ---- classes --------------------------------------------------------------------
     def _class_info(self, path: str) -> tuple:
@@ -884,7 +1004,8 @@ class ProjectIndex:
         cuda_only = False
         nccl_only = False
         program = {t for t, _ in imported}
-        if need_cuda and not own.script and os.path.basename(path) != "__init__.py":
+        own_requires = need_cuda and own.script and self.script_requires_cuda(path)
+        if need_cuda and (not own.script or own_requires) and os.path.basename(path) != "__init__.py":
             importers = []
             importer_paths: list = []
             stem = os.path.splitext(os.path.basename(path))[0].encode()
@@ -897,7 +1018,10 @@ class ProjectIndex:
                 if s is not None and s.script:
                     importers.append(s)
                     importer_paths.append(other)
-            cuda_only = bool(importers) and all(s.requires_cuda for s in importers)
+            # a script that requires CUDA first thing is CUDA-only too, unless another script
+            # imports its code and runs without a GPU
+            cuda_only = (bool(importers) or own_requires) and all(
+                s.requires_cuda or self.script_requires_cuda(p) for s, p in zip(importers, importer_paths))
             # the process groups the importing programs start (in the scripts or what they import)
             backends = []
             for script in importer_paths:
@@ -1003,14 +1127,18 @@ def _notebook_python(path: str) -> Optional[bytes]:
 
 def find_root(path: str, config_root: Optional[str] = None) -> str:
     """The project root for ``path``: the configuration's directory, else the nearest
-    ancestor holding ``.git``, ``pyproject.toml``, ``setup.py`` or ``setup.cfg``, else the
-    file's own directory."""
+    ancestor holding ``.git`` or ``pyproject.toml``, or ``setup.py`` / ``setup.cfg`` outside a
+    package (a package's ``setup.py`` is one of its modules), else the file's own directory."""
     here = os.path.dirname(os.path.abspath(path))
     if config_root and os.path.commonpath([here, os.path.abspath(config_root)]) == os.path.abspath(config_root):
         return os.path.abspath(config_root)
     d = here
     while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in (".git", "pyproject.toml", "setup.py", "setup.cfg")):
+        if any(os.path.exists(os.path.join(d, m)) for m in (".git", "pyproject.toml")):
+            return d
+        # `setup.py` inside a package is one of its modules (`dinov2/eval/setup.py`), not a marker
+        if (any(os.path.exists(os.path.join(d, m)) for m in ("setup.py", "setup.cfg"))
+                and not os.path.exists(os.path.join(d, "__init__.py"))):
             return d
         up = os.path.dirname(d)
         if up == d:

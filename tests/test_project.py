@@ -238,3 +238,39 @@ def test_values_unpacked_from_a_project_function_that_splits_tensors(tmp_path, m
     # `fields` returns items of a mapping (a BatchEncoding's move in place): silent
     assert found == [("train.py", 7, "DL001"), ("train.py", 9, "DL001")]
     assert summarize(SPLITS.encode()).tensor_returns == ["split_batch"]
+
+
+CHAIN = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/distributed/__init__.py": ("import os\nimport torch\nimport torch.distributed as dist\n\n"
+                                    "def enable():\n    if os.environ.get('RANK') is None:\n"
+                                    "        raise RuntimeError('launch with torchrun')\n"
+                                    "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+                                    "    dist.init_process_group(backend='nccl')\n"),
+    "pkg/utils/__init__.py": "",
+    "pkg/utils/config.py": ("import os\nfrom pkg import distributed\n\ndef default_setup(args):\n"
+                            "    distributed.enable()\n\ndef setup(args):\n    os.makedirs(args.out, exist_ok=True)\n"
+                            "    default_setup(args)\n    return args\n"),
+    "pkg/eval/__init__.py": "",
+    # a module of the package called setup.py: not a project marker
+    "pkg/eval/setup.py": ("import torch\nfrom pkg.utils.config import setup\n\ndef setup_and_build_model(args):\n"
+                          "    setup(args)\n    return torch.nn.Linear(2, 2).cuda()\n"),
+    "pkg/eval/linear.py": ("import sys\nimport torch\nfrom pkg.eval.setup import setup_and_build_model\n\n"
+                           "def evaluate(model):\n    torch.cuda.synchronize()\n    return model(torch.ones(2).cuda())\n\n"
+                           "def main(args):\n    model = setup_and_build_model(args)\n    return evaluate(model)\n\n"
+                           "if __name__ == '__main__':\n    sys.exit(main(sys.argv))\n"),
+}
+
+
+def test_a_requirement_reached_through_calls_into_other_modules(tmp_path, monkeypatch):
+    """linear.py's main() calls setup_and_build_model (pkg/eval/setup.py), which calls setup
+    (pkg/utils/config.py), which calls distributed.enable(), which starts NCCL: the script and
+    the module it imports run only on GPUs, whatever the helpers are called."""
+    write(tmp_path, CHAIN)
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0].startswith("pkg/eval/") and f[2] in ("DL002", "DL004")] == []
+    # the same chain, but enable() no longer needs a GPU: every finding comes back
+    write(tmp_path, {"pkg/distributed/__init__.py": CHAIN["pkg/distributed/__init__.py"].replace(
+        "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n", "").replace("'nccl'", "'gloo'")})
+    found = {(f[0], f[2]) for f in lint(tmp_path, monkeypatch)}
+    assert {("pkg/eval/linear.py", "DL004"), ("pkg/eval/setup.py", "DL002")} <= found
