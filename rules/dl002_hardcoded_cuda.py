@@ -4,7 +4,7 @@ import re
 import libcst as cst
 
 from devlint.analysis import guards
-from devlint.analysis.calls import (call_graph, default_is_dead, guarded_by_callers, literals_reaching,
+from devlint.analysis.calls import (call_graph, default_is_dead, default_reached, guarded_by_callers, literals_reaching,
                                    param_places, placed_init_parameter, placed_parameter, places_device,
                                    unused_device_binding)
 from devlint.analysis.checkpoints import is_library_module, is_test_file
@@ -123,6 +123,8 @@ class HardcodedCuda(Rule):
         "import torch\nfrom torch.autograd import Function\nfrom . import _C\nclass RoIPool(Function):\n"
         "    @staticmethod\n    def forward(ctx, x):\n        out = torch.cuda.FloatTensor(x.size(0))\n"
         "        _C.roi_pool(x, out)\n        return out\n",
+        # a library's default that no call in the file leaves in place: its callers choose
+        "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n",
         # a default that every call in the file overrides never runs
         "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
         "print(make(2, device='cpu'), make(3, 'cpu'))\n",
@@ -322,8 +324,11 @@ class HardcodedCuda(Rule):
             "        self.model = model.to(gpu_id)\ndef main(device):\n    Trainer(torch.nn.Linear(2, 2), device)\n"
             "if __name__ == '__main__':\n    device = 0 if torch.cuda.is_available() else 'cpu'\n    main(device)\n",
         ),
-        # a library's default is evaluated on import: no fix that queries CUDA at import time
-        Invalid("import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"),
+        # a command-line runner calls it with the default
+        Invalid("import fire\nimport torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
+                "if __name__ == '__main__':\n    fire.Fire(make)\n",
+                "import fire\nimport torch\ndef make(n, device='cuda' if torch.cuda.is_available() else 'cpu'):\n"
+                "    return torch.zeros(n, device=device)\nif __name__ == '__main__':\n    fire.Fire(make)\n"),
         Invalid(  # one call in the file keeps the default: it still runs
             "import torch\ndef make(n, device='cuda'):\n    return torch.zeros(n, device=device)\n"
             "print(make(2, device='cpu'), make(3))\n",
@@ -641,6 +646,8 @@ class HardcodedCuda(Rule):
             self._dead.add(d)  # never runs, or only names a device type / is compared
             return
         if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
+            if fn is not None and not default_reached(self.facts, fn, node):
+                return  # no call in the file omits it and no command line runs it: every caller seen chooses
             self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device (portability advice: "
                                   "a caller that omits it fails without CUDA)", default=True)
 

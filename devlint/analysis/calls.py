@@ -293,6 +293,35 @@ def default_is_dead(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:
     return all(f.bound_arg(call, param.name.value) not in (None, UNKNOWN) for call, _ in sites)
 
 
+# command-line runners and decorators that call a function with its defaults filled in from
+# the command line (a default left alone there is what a user runs)
+_CLI_RUNNERS = frozenset({"Fire", "run", "cli", "CLI", "bind", "parse"})
+_CLI_MODULES = ("fire", "typer", "tyro", "jsonargparse", "argbind", "click", "absl")
+
+
+def default_reached(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:
+    """Something in the file runs ``fn`` with ``param``'s default: a call that omits it, or a
+    command-line runner handed ``fn`` (``fire.Fire(train)``, ``@click.command()``,
+    ``@argbind.bind``), where whoever runs the command without the option gets the default."""
+    g = call_graph(facts)
+    f = g.func_of_node.get(fn)
+    if f is not None:
+        for call, _ in f.sites:
+            if f.bound_arg(call, param.name.value) is None:
+                return True
+    for dec in fn.decorators:
+        d = facts.qualname(dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator) or ""
+        if d.split(".")[0] in _CLI_MODULES:
+            return True
+    name = fn.name.value
+    for n in nodes(facts.module, into_scopes=True):
+        if isinstance(n, cst.Call) and any(isinstance(a.value, cst.Name) and a.value.value == name for a in n.args):
+            q = facts.qualname(n.func) or ""
+            if q.split(".")[0] in _CLI_MODULES and q.rsplit(".", 1)[-1] in _CLI_RUNNERS:
+                return True
+    return False
+
+
 def placed_parameter(facts, fn: Optional[cst.FunctionDef], name: str) -> Optional[tuple]:
     """``(fn, name)`` when ``.to(name)`` in ``fn`` places its parameter ``name`` (never rebound
     in it): the key under which :func:`literals_reaching` finds what callers pass."""
