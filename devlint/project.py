@@ -204,9 +204,11 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
             return True
         if isinstance(s, ast.If):
             pol = _availability(s.test)
-            if pol == -1 and _stops(s.body, in_function):
+            # only leaving the program (raise, exit) ensures: a function that returns early
+            # without CUDA lets its caller go on without it
+            if pol == -1 and _stops(s.body, False):
                 return True
-            if pol == 1 and _stops(s.orelse, in_function):
+            if pol == 1 and _stops(s.orelse, False):
                 return True
             if _is_main_test(s.test) and _ensures(s.body, False, ensuring):
                 return True

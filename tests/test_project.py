@@ -274,3 +274,16 @@ def test_a_requirement_reached_through_calls_into_other_modules(tmp_path, monkey
         "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n", "").replace("'nccl'", "'gloo'")})
     found = {(f[0], f[2]) for f in lint(tmp_path, monkeypatch)}
     assert {("pkg/eval/linear.py", "DL004"), ("pkg/eval/setup.py", "DL002")} <= found
+
+
+def test_a_helper_that_returns_early_without_cuda_guards_nothing_after_its_call(tmp_path, monkeypatch):
+    """`timed()` returns when CUDA is absent: its caller goes on without a GPU, so the script
+    is not CUDA-only and its own unguarded synchronize is still reported."""
+    write(tmp_path, {
+        "pyproject.toml": "",
+        "timing.py": ("import torch\n\ndef timed(fn):\n    if not torch.cuda.is_available():\n        return fn()\n"
+                      "    torch.cuda.synchronize()\n    return fn()\n"),
+        "bench.py": ("import torch\nfrom timing import timed\n\ndef main():\n    timed(lambda: 1)\n"
+                     "    torch.cuda.synchronize()\n\nif __name__ == '__main__':\n    main()\n"),
+    })
+    assert ("bench.py", 6, "DL004") in lint(tmp_path, monkeypatch)
