@@ -795,8 +795,7 @@ class ProjectIndex:
         head, _, rest = callee.partition(".")
         if not rest and calls is not None and head in calls.functions:
             return self.function_ensures(path, head, depth)
-        text = self._text(path)
-        aliases = _torch_aliases(text[1], self._text_imports(path)) if text is not None else {}
+        aliases = self._class_info(path)[1]  # import aliases, memoised by content
         for target, names in self.imports(path):
             if names is None:
                 stem = os.path.splitext(os.path.basename(target))[0]
