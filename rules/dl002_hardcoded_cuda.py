@@ -216,6 +216,11 @@ class HardcodedCuda(Rule):
         # the user's switch for the CPU, negated, chooses the GPU
         "import torch\ndef load(model, args):\n    if not args.cpu:\n        model = model.cuda()\n"
         "    if args.force_cpu:\n        return model\n    return model.cuda()\n",
+        # the input's own type or placement says it is on a GPU
+        "import torch\ndef pad(spect, n):\n    if spect.type() == 'torch.cuda.HalfTensor':\n"
+        "        return torch.cuda.HalfTensor(n).zero_()\n    return torch.zeros(n)\n",
+        "import torch\nclass Net(torch.nn.Module):\n    def step(self, x):\n"
+        "        if next(self.parameters()).is_cuda:\n            x = x.cuda()\n        return x\n",
     ]
     INVALID = [
         Invalid(

@@ -177,6 +177,8 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                 return 1 if 1 in pols else 0
             return 1 if pols and all(p == 1 for p in pols) else 0
         return 0
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return 1  # `next(self.parameters()).is_cuda`: the value lives on a GPU, so CUDA is up
     if isinstance(test, (cst.Name, cst.Attribute)):
         d = dotted(test)
         if d is None:
@@ -227,6 +229,14 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
             pol = _gpu_option_polarity(facts, a, o, b) or _world_size_polarity(facts, a, o, b)
             if pol:
                 return pol
+            # `spect.type() == "torch.cuda.HalfTensor"`: the value is a CUDA tensor
+            sv = string_value(b)
+            if (sv is not None and sv.startswith("torch.cuda.") and isinstance(a, cst.Call) and not a.args
+                    and isinstance(a.func, cst.Attribute) and a.func.attr.value == "type"):
+                if isinstance(o, (cst.Equal, cst.Is)):
+                    return 1
+                if isinstance(o, (cst.NotEqual, cst.IsNot)):
+                    return -1
         if isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
             for b in (right, left):
                 d = dotted(b) if isinstance(b, cst.Attribute) else None
