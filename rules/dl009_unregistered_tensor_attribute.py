@@ -136,6 +136,11 @@ class UnregisteredTensorAttribute(Rule):
         "        super().__init__()\n        self.window = torch.ones(n)\n"
         "    def forward(self, x):\n        return torch.stft(x, 16, window=self.window.to(x.device), return_complex=True)\n"
         "    def inverse(self, z):\n        return torch.istft(z, 16, window=self.window.to(z.device))\n",
+        # used only while constructing (to build something else): no method meets it later
+        "import torch\nfrom torch import nn\nclass NCE(nn.Module):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.unigrams = torch.ones(n)\n"
+        "        self.register_buffer('probs', self.unigrams / self.unigrams.sum())\n"
+        "    def forward(self, x):\n        return x * self.probs\n",
     ]
     INVALID = [
         Invalid(
@@ -211,6 +216,7 @@ class UnregisteredTensorAttribute(Rule):
         self.branches: list = []  # (If, "body"/"orelse") enclosing the node, innermost last
         self.candidate_branches: dict = {}  # candidate node -> its enclosing if-branches
         self.reads: dict = {}  # cls -> {attr: [mentions of self.<attr>, of them `self.<attr>.to(...)`]}
+        self.used_after_init: dict = {}  # cls -> attrs some method besides __init__ mentions
 
     # ---- helpers -------------------------------------------------------------------------
     def _self_name(self) -> Optional[str]:
@@ -308,6 +314,8 @@ class UnregisteredTensorAttribute(Rule):
         if self.t.cls is not None and self.t.method is not None and self._self_attr(node) is not None:
             reads = self.reads.setdefault(self.t.cls, {}).setdefault(node.attr.value, [0, 0])
             reads[0] += 1
+            if self.t.method.name.value != "__init__":
+                self.used_after_init.setdefault(self.t.cls, set()).add(node.attr.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
@@ -333,6 +341,9 @@ class UnregisteredTensorAttribute(Rule):
             if cls in self.overrides or attr in self.registered.get(cls, ()):
                 continue
             mentions, moved = self.reads.get(cls, {}).get(attr, (0, 0))
+            if (attr not in self.used_after_init.get(cls, ()) and attr not in self.param_rebinds.get(cls, {})
+                    and mentions > self.assigned.get(cls, {}).get(attr, 0) == 1):
+                continue  # read only by `__init__`, to build something else: no method meets it later
             if moved and mentions - moved == self.assigned.get(cls, {}).get(attr, 0):
                 continue  # every use moves it to where it is needed: `self.window.to(x.device)`
             if self._project_base_owns(cls, attr):
