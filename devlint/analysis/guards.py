@@ -177,8 +177,8 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                 return 1 if 1 in pols else 0
             return 1 if pols and all(p == 1 for p in pols) else 0
         return 0
-    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
-        return 1  # `next(self.parameters()).is_cuda`: the value lives on a GPU, so CUDA is up
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and _module_placement(test.value):
+        return 1  # `next(self.parameters()).is_cuda`: the model lives on a GPU, so CUDA is up
     if isinstance(test, (cst.Name, cst.Attribute)):
         d = dotted(test)
         if d is None:
@@ -351,6 +351,16 @@ def _answering_functions(facts) -> dict:
         found.update((k, v) for k, v in seen.items() if v is not None and not (
             isinstance(v, cst.Call) and _callee(v) == k))
     return found
+
+
+def _module_placement(node: cst.CSTNode) -> bool:
+    """``next(self.parameters())`` / ``next(model.buffers())``: where a model's weights are."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next"
+            and node.args):
+        return False
+    inner = node.args[0].value
+    return (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)
+            and inner.func.attr.value in ("parameters", "buffers"))
 
 
 def _bool(node: cst.CSTNode) -> Optional[bool]:
