@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 8
+SUMMARY_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -152,12 +152,47 @@ def _stops(body: list, in_function: bool) -> bool:
     return False
 
 
-def _nccl_init(call: ast.Call) -> bool:
-    d = _dotted(call.func) or ""
-    if not d.endswith("init_process_group"):
+def _literal_backend(value: Optional[ast.AST]) -> Optional[str]:
+    """A backend literal, or ``"gloo" if os.name == "nt" else "nccl"`` (``sys.platform``,
+    ``platform.system()``): NCCL everywhere but Windows, where it does not exist."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return "nccl" if value.value.lower().startswith("nccl") else value.value.lower()
+    if isinstance(value, ast.IfExp):
+        pair = {_literal_backend(value.body), _literal_backend(value.orelse)}
+        tests = {_dotted(n) for n in ast.walk(value.test) if isinstance(n, (ast.Attribute, ast.Name))}
+        if pair == {"gloo", "nccl"} and tests & {"os.name", "sys.platform", "platform.system"}:
+            return "nccl"
+    return None
+
+
+def _is_init(value: Optional[ast.AST]) -> bool:
+    return isinstance(value, ast.Call) and (_dotted(value.func) or "").endswith("init_process_group")
+
+
+def _nccl_init(call: ast.Call, local: Optional[dict] = None) -> bool:
+    """``init_process_group`` with NCCL: a literal, or a local name bound to one just before."""
+    if not _is_init(call):
         return False
     arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "backend"), None)
-    return isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.lower().startswith("nccl")
+    if isinstance(arg, ast.Name) and local:
+        return local.get(arg.id) == "nccl"
+    return _literal_backend(arg) == "nccl"
+
+
+def _straight_calls(stmts: list):
+    """The calls a block makes as whole statements, with those of the ``try`` bodies in it."""
+    for s in stmts:
+        if isinstance(s, ast.Try):
+            yield from _straight_calls(s.body)
+        value = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
+        if isinstance(value, ast.Call):
+            yield value
+
+
+def _pins_gpu(stmts: list) -> bool:
+    """The block calls ``torch.cuda.set_device``: with a process group started there, each
+    rank owns a GPU, whatever the backend."""
+    return any((_dotted(c.func) or "").endswith("cuda.set_device") for c in _straight_calls(stmts))
 
 
 def _backends(tree: ast.AST) -> list:
@@ -171,6 +206,18 @@ def _backends(tree: ast.AST) -> list:
                 d = _dotted(t)
                 if d:
                     bound.setdefault(d.rsplit(".", 1)[-1], set()).add(n.value.value.lower())
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.IfExp) and _literal_backend(n.value):
+            for t in n.targets:
+                d = _dotted(t)
+                if d:
+                    bound.setdefault(d.rsplit(".", 1)[-1], set()).add(_literal_backend(n.value))
+        elif isinstance(n, ast.arguments):  # `def init_dist(launcher, backend="nccl")`
+            args = n.posonlyargs + n.args
+            pairs = list(zip(args[len(args) - len(n.defaults):], n.defaults)) + [
+                (a, d) for a, d in zip(n.kwonlyargs, n.kw_defaults) if d is not None]
+            for a, d in pairs:
+                if isinstance(d, ast.Constant) and isinstance(d.value, str):
+                    bound.setdefault(a.arg, set()).add(d.value.lower())
         elif isinstance(n, ast.Call):
             d = _dotted(n.func) or ""
             if d.endswith("init_process_group"):
@@ -184,12 +231,20 @@ def _backends(tree: ast.AST) -> list:
                 name = str(name).lstrip("-").replace("-", "_")
                 if name and isinstance(default, ast.Constant) and isinstance(default.value, str):
                     bound.setdefault(name, set()).add(default.value.lower())
+    pinned = set()  # inits in a block that also pins the rank's GPU
+    for n in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(n, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and _pins_gpu(block):
+                pinned.update(id(c) for c in _straight_calls(block) if _is_init(c))
     out = []
     for c in calls:
         arg = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "backend"), None)
         b = None
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            b = arg.value.lower()
+        if id(c) in pinned:
+            b = "nccl"
+        elif _literal_backend(arg) is not None:
+            b = _literal_backend(arg)
         elif arg is not None and _dotted(arg):
             vals = bound.get(_dotted(arg).rsplit(".", 1)[-1], set())
             b = next(iter(vals)) if len(vals) == 1 else None
@@ -199,6 +254,8 @@ def _backends(tree: ast.AST) -> list:
 
 def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
     """Top-level statements that make sure of a GPU before the block can go on."""
+    local: dict = {}  # names bound to a backend on the way (`backend = "gloo" if os.name == "nt" else "nccl"`)
+    pinned = in_function and _pins_gpu([s for s in stmts if not isinstance(s, ast.Try)])
     for s in stmts:
         if isinstance(s, ast.Assert) and _availability(s.test) == 1:
             return True
@@ -212,11 +269,17 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
                 return True
             if _is_main_test(s.test) and _ensures(s.body, False, ensuring):
                 return True
-            if pol == 0 and in_function and s.body and isinstance(s.body[-1], ast.Return):
+            if pol == 0 and in_function and _early_return(s):
                 return False  # an early return on another condition: the check may be skipped
+            if pol == 0 and in_function and _branches_ensure(s, ensuring):
+                return True
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            b = _literal_backend(s.value)
+            if b is not None:
+                local[s.targets[0].id] = b
         value = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
         if isinstance(value, ast.Call):
-            if _nccl_init(value):
+            if _nccl_init(value, local) or (pinned and _is_init(value)):
                 return True
             # a call of one of the file's own functions (`model.train()` runs no `def train`)
             if isinstance(value.func, ast.Name) and value.func.id in ensuring:
@@ -224,6 +287,25 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
         if in_function and isinstance(s, ast.Return):
             return False
     return False
+
+
+def _early_return(s: ast.If) -> bool:
+    """A branch of the ``if`` / ``elif`` / ``else`` chain ends in ``return``."""
+    if s.body and isinstance(s.body[-1], ast.Return):
+        return True
+    if len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If):
+        return _early_return(s.orelse[0])
+    return bool(s.orelse) and isinstance(s.orelse[-1], ast.Return)
+
+
+def _branches_ensure(s: ast.If, ensuring: set) -> bool:
+    """``if launcher == "pytorch": <GPU setup> elif launcher == "slurm": <GPU setup> else:
+    raise``: every way past the chain made sure of a GPU."""
+    if not _ensures(s.body, True, ensuring) or not s.orelse:
+        return False
+    if len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If):
+        return _branches_ensure(s.orelse[0], ensuring) or _ensures(s.orelse, True, ensuring)
+    return _ensures(s.orelse, True, ensuring) or isinstance(s.orelse[-1], ast.Raise)
 
 
 @dataclass
@@ -393,6 +475,34 @@ def _text_summary(source: bytes) -> Summary:
     return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(source) is not None)
 
 
+def _root_name(node: ast.AST) -> Optional[str]:
+    """``model`` for ``model.module.state_dict()`` / ``model["net"]``."""
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None
+
+
+def _passed_saves(tree: ast.AST) -> set:
+    """The saved objects (``id``) that come from a parameter of the saving function
+    (``def save_checkpoint(self, model, path): torch.save(model.state_dict(), ...)``): whatever
+    the callers pass, not something the module made."""
+    out = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = fn.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self", "cls"}
+        for n in ast.walk(fn):
+            if (isinstance(n, ast.Call) and (_dotted(n.func) or "") in ("torch.save", "torch.jit.save")
+                    and n.args and _root_name(n.args[0]) in params):
+                out.add(id(n.args[0]))
+    return out
+
+
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
     if _NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None:
@@ -434,7 +544,9 @@ def summarize(source: bytes) -> Optional[Summary]:
     built = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
              and (_dotted(n.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
              for t in n.targets if isinstance(t, ast.Name)} if raw_saves else set()
-    s.saves = [[_save_name(t) if t is not None else None, _host_object(o) or made_here, _model_state(o, built)]
+    passed = _passed_saves(tree) if made_here else set()
+    s.saves = [[_save_name(t) if t is not None else None,
+                _host_object(o) or (made_here and id(o) not in passed), _model_state(o, built)]
                for t, o in raw_saves]
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     ensuring: set = set()
@@ -1129,7 +1241,8 @@ def _notebook_python(path: str) -> Optional[bytes]:
 def find_root(path: str, config_root: Optional[str] = None) -> str:
     """The project root for ``path``: the configuration's directory, else the nearest
     ancestor holding ``.git`` or ``pyproject.toml``, or ``setup.py`` / ``setup.cfg`` outside a
-    package (a package's ``setup.py`` is one of its modules), else the file's own directory."""
+    package (a package's ``setup.py`` is one of its modules), else the directory holding the
+    file's top package (the file's own directory when it is in none)."""
     here = os.path.dirname(os.path.abspath(path))
     if config_root and os.path.commonpath([here, os.path.abspath(config_root)]) == os.path.abspath(config_root):
         return os.path.abspath(config_root)
@@ -1143,8 +1256,14 @@ def find_root(path: str, config_root: Optional[str] = None) -> str:
             return d
         up = os.path.dirname(d)
         if up == d:
-            return here
+            break
         d = up
+    # no marker (a tree copied out of its checkout): the directory its top package lives in,
+    # where Python itself would find `import pkg.mod`
+    d = here
+    while os.path.exists(os.path.join(d, "__init__.py")) and os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+    return d
 
 
 _INDEXES: dict = {}

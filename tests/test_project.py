@@ -287,3 +287,78 @@ def test_a_helper_that_returns_early_without_cuda_guards_nothing_after_its_call(
                      "    torch.cuda.synchronize()\n\nif __name__ == '__main__':\n    main()\n"),
     })
     assert ("bench.py", 6, "DL004") in lint(tmp_path, monkeypatch)
+
+
+def test_a_tree_without_markers_is_rooted_where_its_top_package_lives(tmp_path, monkeypatch):
+    """A copy of a project without .git or pyproject.toml: a module inside a package still
+    sees the scripts beside the package (the directory `import pkg.mod` is resolved from)."""
+    from devlint.project import find_root
+    write(tmp_path, {"proj/dist/__init__.py": "from .helpers import all_gather\n",
+                     "proj/dist/helpers.py": DIST_HELPERS,
+                     "proj/train.py": TRAIN_DIST.format(backend="nccl").replace("from dist_utils", "from dist")})
+    assert find_root(str(tmp_path / "proj/dist/helpers.py")) == str(tmp_path / "proj")
+    assert find_root(str(tmp_path / "proj/train.py")) == str(tmp_path / "proj")
+    assert [f for f in lint(tmp_path / "proj", monkeypatch) if f[0] == "dist/helpers.py"] == []
+
+
+# a launcher whose process group pins one GPU per rank, however its backend is spelled
+LAUNCH = {
+    "os": ("import os\nimport torch\n\ndef init():\n    backend = 'gloo' if os.name == 'nt' else 'nccl'\n"
+           "    torch.distributed.init_process_group(backend=backend, init_method='env://')\n"),
+    "pinned": ("import os\nimport torch\n\ndef init():\n    torch.distributed.init_process_group(init_method='env://')\n"
+               "    torch.cuda.set_device(int(os.environ.get('LOCAL_RANK', '0')))\n"),
+    # CPU fallback: the backend follows CUDA's presence, nothing pins a GPU
+    "fallback": ("import os\nimport torch\n\ndef init():\n"
+                 "    backend = 'nccl' if torch.cuda.is_available() else 'gloo'\n"
+                 "    torch.distributed.init_process_group(backend=backend, init_method='env://')\n"),
+}
+AFTER_INIT = ("import torch\nimport launch\n\ndef main(x):\n    launch.init()\n    x = x.cuda()\n"
+              "    print(x)\n\nif __name__ == '__main__':\n    main(torch.ones(2))\n")
+
+
+def test_a_script_after_a_gpu_process_group_launcher_is_cuda_only(tmp_path, monkeypatch):
+    """`gloo if os.name == 'nt' else nccl` is NCCL off Windows, and a process group whose
+    block calls `torch.cuda.set_device` gives each rank a GPU; a backend chosen by CUDA's
+    presence is a CPU fallback and keeps the finding."""
+    for kind in ("os", "pinned"):
+        write(tmp_path, {"pyproject.toml": "", "launch.py": LAUNCH[kind], "train.py": AFTER_INIT})
+        assert ("train.py", 6, "DL002") not in lint(tmp_path, monkeypatch, "train.py"), kind
+    write(tmp_path, {"launch.py": LAUNCH["fallback"]})
+    assert ("train.py", 6, "DL002") in lint(tmp_path, monkeypatch, "train.py")
+
+
+def test_a_launcher_that_may_return_without_a_process_group_guards_nothing(tmp_path, monkeypatch):
+    """`else: return` before the launch (not distributed): the caller goes on without a GPU."""
+    launcher = LAUNCH["pinned"].replace(
+        "def init():\n", "def init():\n    if 'RANK' in os.environ:\n        rank = 0\n    else:\n        return\n")
+    write(tmp_path, {"pyproject.toml": "", "launch.py": launcher, "train.py": AFTER_INIT})
+    assert ("train.py", 6, "DL002") in lint(tmp_path, monkeypatch, "train.py")
+
+
+def test_each_launcher_branch_starting_a_gpu_group_makes_the_script_cuda_only(tmp_path, monkeypatch):
+    """`if launcher == 'pytorch': <pin + init> elif launcher == 'slurm': <pin + init> else: raise`
+    in the script itself: past the call, every way on has a GPU; the `set_device` calls are
+    part of the launch."""
+    src = ("import os\nimport torch\nimport torch.distributed as dist\n\n"
+           "def init_dist(launcher, backend='nccl'):\n    if launcher == 'pytorch':\n"
+           "        torch.cuda.set_device(int(os.environ['RANK']))\n        dist.init_process_group(backend=backend)\n"
+           "    elif launcher == 'slurm':\n        torch.cuda.set_device(int(os.environ['SLURM_PROCID']))\n"
+           "        dist.init_process_group(backend=backend)\n    else:\n        raise NotImplementedError(launcher)\n\n"
+           "def main(x):\n    init_dist('pytorch')\n    x = x.to('cuda')\n    print(x)\n\n"
+           "if __name__ == '__main__':\n    main(torch.ones(2))\n")
+    write(tmp_path, {"pyproject.toml": "", "train.py": src})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] in ("DL002", "DL004")] == []
+    # a branch that goes on without a process group: the script runs on a CPU, findings stay
+    write(tmp_path, {"train.py": src.replace("raise NotImplementedError(launcher)", "print('single process')")})
+    assert {"DL002"} <= {f[2] for f in lint(tmp_path, monkeypatch)}
+
+
+def test_a_helper_saving_what_its_caller_passes_is_no_host_data(tmp_path, monkeypatch):
+    """EarlyStopping.save_checkpoint(model, path) saves whatever model its caller passes (a
+    GPU one), even though its module places nothing itself."""
+    tools = ("import torch\nimport matplotlib\nmatplotlib.use('agg')\n\n"
+             "def save_checkpoint(model, path):\n    torch.save(model.state_dict(), path + '/' + 'checkpoint.pth')\n")
+    write(tmp_path, {"pyproject.toml": "", "tools.py": tools,
+                     "train.py": ("import torch\nfrom torch import nn\nimport tools\n\nmodel = nn.Linear(2, 2)\n"
+                                  "model.load_state_dict(torch.load('out/checkpoint.pth'))\n")})
+    assert ("train.py", 6, "DL005") in lint(tmp_path, monkeypatch, "train.py")

@@ -481,14 +481,34 @@ def _is_nccl_init(facts, call: cst.Call) -> bool:
     q = facts.qualname(call.func) or dotted(call.func) or ""
     if not q.endswith("init_process_group"):
         return False
+    if call in distributed_model(facts).gpu_inits:
+        return True
     a = call_arg(call, 0, "backend")
     return a is not None and _backend(facts, a.value) == "nccl"
+
+
+# the platform tests that pick a process-group backend: NCCL does not exist on Windows
+_OS_TESTS = ("os.name", "sys.platform", "platform.system")
+
+
+def os_backend(value) -> Optional[str]:
+    """``"gloo" if os.name == "nt" else "nccl"`` (or ``sys.platform`` / ``platform.system()``):
+    the backend everywhere but Windows, where NCCL does not exist; not a CPU fallback."""
+    if type(value) is not cst.IfExp:
+        return None
+    a, b = string_value(value.body), string_value(value.orelse)
+    if a is None or b is None or {a.lower(), b.lower()} != {"gloo", "nccl"}:
+        return None
+    names = {dotted(n) for n in nodes(value.test) if isinstance(n, (cst.Attribute, cst.Name))}
+    return "nccl" if names & set(_OS_TESTS) else None
 
 
 def _backend(facts, value: cst.CSTNode) -> Optional[str]:
     """The backend a process group is initialised with: a literal, or a name / option the
     file binds only to one literal (``args.dist_backend = "nccl"``, ``--dist-backend`` whose
-    default is ``"nccl"``)."""
+    default is ``"nccl"``, a parameter defaulting to it), or chosen by the platform only."""
+    if type(value) is cst.IfExp:
+        return os_backend(value)
     sv = string_value(value)
     if sv is not None:
         return "nccl" if sv.lower().startswith("nccl") else sv.lower()
@@ -570,24 +590,26 @@ def statement_ensures_cuda(facts, stmt: cst.CSTNode, ensuring: Optional[set] = N
         pol = guard_polarity(facts, stmt.test)
         if pol == -1 and _raises(stmt.body):
             return True
-        return _chain_ensures(facts, stmt)
+        return _chain_ensures(facts, stmt, ensuring)
     return False
 
 
-def _chain_ensures(facts, stmt: cst.If) -> bool:
+def _chain_ensures(facts, stmt: cst.If, ensuring: set) -> bool:
     """``if <GPU test>: ... elif <other>: raise ... else: raise ...``: every branch but the
-    guarded ones leaves, so what follows the chain runs only with a GPU."""
+    guarded ones leaves, so what follows the chain runs only with a GPU. A branch that makes
+    sure of a GPU itself counts as guarded (``if launcher == "pytorch": torch.cuda.set_device(r);
+    init_process_group(...) elif launcher == "slurm": ... else: raise``)."""
     guarded = False
     node: Optional[cst.CSTNode] = stmt
     while isinstance(node, cst.If):
-        if guard_polarity(facts, node.test) == 1:
+        if guard_polarity(facts, node.test) == 1 or _suite_ensures(facts, node.body, ensuring):
             guarded = True
         elif not _raises(node.body):
             return False
         node = node.orelse
     if not guarded or not isinstance(node, cst.Else):
         return False
-    return _raises(node.body)
+    return _raises(node.body) or _suite_ensures(facts, node.body, ensuring)
 
 
 def _suite_ensures(facts, body: cst.BaseSuite, ensuring: set) -> bool:
@@ -597,9 +619,27 @@ def _suite_ensures(facts, body: cst.BaseSuite, ensuring: set) -> bool:
             return True
         if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
             return False
-        if isinstance(stmt, cst.If) and ends_with_exit(stmt.body) and guard_polarity(facts, stmt.test) == 0:
+        if isinstance(stmt, cst.If) and guard_polarity(facts, stmt.test) == 0 and _exits_somewhere(stmt):
             return False  # an early return on another condition: the check may be skipped
     return False
+
+
+def _exits_somewhere(stmt: cst.If) -> bool:
+    """A branch of the ``if`` / ``elif`` / ``else`` chain returns (``raise`` stops the program:
+    no caller goes on without a GPU)."""
+    node: Optional[cst.CSTNode] = stmt
+    while isinstance(node, cst.If):
+        if _returns(node.body):
+            return True
+        node = node.orelse
+    return isinstance(node, cst.Else) and _returns(node.body)
+
+
+def _returns(body: cst.BaseSuite) -> bool:
+    last = body.body[-1] if body.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    return isinstance(last, (cst.Return, cst.Continue, cst.Break))
 
 
 def function_ensures_cuda(facts, fn: cst.FunctionDef) -> bool:
@@ -878,10 +918,15 @@ class DistributedModel:
     * ``initialized_functions``: functions of the file answering "is the process group up"
       (``if not dist.is_initialized(): return False`` ... ``return True``).
     * ``world_size_functions``: functions returning ``dist.get_world_size()`` (or 1 without one).
+    * ``gpu_inits``: ``init_process_group`` calls whose own block also pins this rank's GPU with
+      ``torch.cuda.set_device`` (outside any condition): a process group of one GPU per rank,
+      whatever its backend.
     """
 
     def __init__(self) -> None:
         self.string_bindings: dict = {}
+        self.gpu_inits: set = set()
+        self.pins: set = set()  # the `set_device` calls of those blocks: part of the launch
         self.nccl_only = False
         self.nccl_flags: set = set()
         self.initialized_functions: set = set()
@@ -903,10 +948,16 @@ class DistributedModel:
         for n in nodes(module, into_scopes=True):
             t = type(n)
             if t is cst.Assign and len(n.targets) == 1:
-                sv = string_value(n.value)
+                sv = string_value(n.value) if type(n.value) is not cst.IfExp else os_backend(n.value)
                 d = dotted(n.targets[0].target)
                 if sv is not None and d is not None:
                     self.string_bindings.setdefault(d.rsplit(".", 1)[-1], set()).add(sv.lower())
+            elif t is cst.Param and n.default is not None:
+                sv = string_value(n.default)
+                if sv is not None:  # `def init_dist(launcher, backend="nccl")`
+                    self.string_bindings.setdefault(n.name.value, set()).add(sv.lower())
+            elif t is cst.IndentedBlock:
+                self._pinned_group(facts, n)
             elif t is cst.Call:
                 f = n.func
                 last = f.attr.value if type(f) is cst.Attribute else (f.value if type(f) is cst.Name else "")
@@ -931,6 +982,30 @@ class DistributedModel:
                 self.nccl_flags.add(d)
         for fn in funcs:
             self._classify(facts, fn)
+
+    def _pinned_group(self, facts, block: cst.IndentedBlock) -> None:
+        """A block (with the ``try`` bodies in it) that both starts a process group and calls
+        ``torch.cuda.set_device``: each rank of that group owns a GPU."""
+        inits: list = []
+        pins: list = []
+        todo = list(block.body)
+        while todo:
+            st = todo.pop()
+            if type(st) is cst.Try and isinstance(st.body, cst.IndentedBlock):
+                todo += st.body.body
+            elif type(st) is cst.SimpleStatementLine:
+                for sm in st.body:
+                    v = sm.value if type(sm) in (cst.Expr, cst.Assign) else None
+                    if type(v) is not cst.Call:
+                        continue
+                    q = facts.qualname(v.func) or dotted(v.func) or ""
+                    if q.endswith("init_process_group"):
+                        inits.append(v)
+                    elif q == "torch.cuda.set_device":
+                        pins.append(v)
+        if pins and inits:
+            self.gpu_inits.update(inits)
+            self.pins.update(pins)
 
     def _ddp_flags(self, facts) -> None:
         """``if distributed: model = DistributedDataParallel(model, device_ids=[...])``: DDP takes
