@@ -25,13 +25,26 @@ def names_in(node: cst.CSTNode) -> set:
     return {n.value for n in nodes(node) if isinstance(n, cst.Name)}
 
 
+def _list_element(sub: cst.Subscript, new: str) -> cst.BaseExpression:
+    """``t[q, c]`` / ``t[i][0]`` read from ``t.tolist()`` bound to ``new``: ``new[q][c]``."""
+    indices = []
+    while isinstance(sub, cst.Subscript):
+        indices = list(sub.slice) + indices
+        sub = sub.value
+    out: cst.BaseExpression = cst.Name(new)
+    for e in indices:
+        out = cst.Subscript(out, [cst.SubscriptElement(cst.Index(e.slice.value))])
+    return out
+
+
 class LoopTransfer(Rule):
     """
     ## What it does
     Flags host<->device traffic repeated every iteration of a `for`/`while` loop that
     could be avoided: a round trip (a device value goes to the host with `.cpu()`,
     `.numpy()`, `.item()`, `.tolist()` or `.to("cpu")` and the result, computed from it by
-    arithmetic, NumPy, `math` or builtins, comes back to the device in the same iteration,
+    arithmetic, NumPy, `math`, builtins or torch functions that the device runs as well
+    (`torch.multinomial(p.cpu(), 1).to(d)`), comes back to the device in the same iteration,
     e.g. `seen += m.sum().item()` into a device tensor); a loop-invariant tensor or module,
     defined outside the loop and never reassigned in it, moved every iteration
     (`class_weights.to(device)`, `model.to(device)`); a host tensor built from loop-invariant
@@ -40,7 +53,8 @@ class LoopTransfer(Rule):
     through a tensor type alias (`Tensor = torch.cuda.FloatTensor if cuda else
     torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`); and one element of a
     loop-invariant device tensor read per iteration of `for i in range(...)`
-    (`k = ks[i].item()`, `ks` computed with torch in a loop that works on device values).
+    (`k = ks[i].item()`, `ys[q, c].item()`, `ks` computed with torch in a loop that works on
+    device values).
     A round trip is reported at both ends: where the value leaves the device and where
     it comes back. Not reported: moving the
     fresh batch (`x = x.to(device)`), work under a periodic or first-iteration branch
@@ -94,7 +108,8 @@ class LoopTransfer(Rule):
     promote dtypes differently from a Python number). NumPy noise through a type alias
     becomes `torch.randn`/`torch.rand`/`torch.randint(..., device=...)` on the alias's
     device (unsafe: another random stream). `ks[i].item()` becomes `ks_list[i]` with
-    `ks_list = ks.tolist()` above the loop (unsafe: the same values only for a 1-D `ks`).
+    `ks_list = ks.tolist()` above the loop, `ys[q, c].item()` becomes `ys_list[q][c]`
+    (unsafe: the same values only when the indices name one element).
     A one-element tensor built on the host from a number read with `.item()`
     (`torch.LongTensor([[v]]).to(d)`, `torch.tensor([[v]], device=d)`, a decoding step's next
     input) becomes `torch.full((1, 1), v, device=d)` (safe: the same dtype and values, no
@@ -109,6 +124,9 @@ class LoopTransfer(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # elements of a NumPy array: `.item()` of an array element copies nothing from a device
+        "import numpy as np\nimport torch\ndevice = torch.device('cpu')\nx = torch.ones(2).to(device)\n"
+        "boxes = np.zeros((3, 2))\nfor i in range(3):\n    y = x * boxes[i][0].item()\n",
         # elements of a tensor built from host data: no copy per element
         "import torch\ndevice = torch.device('cpu')\nks = torch.tensor([1, 2, 3])\n"
         "out = torch.zeros(3, 4, device=device)\nfor i in range(3):\n    out[i, : ks[i].item()] = 1\n",
@@ -241,6 +259,22 @@ class LoopTransfer(Rule):
             "import torch\nfor i in range(3):\n    boxes = torch.ones(1, 4).cuda() * torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()\n",
             "import torch\nboxes_scale = torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()\nfor i in range(3):\n"
             "    boxes = torch.ones(1, 4).cuda() * boxes_scale\n",
+        ),
+        # a torch function run on the host copy, its result sent back: the device has the op
+        Invalid(
+            "import torch\ndevice = torch.device('cpu')\nx = torch.randn(4, 5).to(device)\nfor t in range(3):\n"
+            "    logits = torch.tanh(x.to(device))\n    probs = torch.softmax(logits, 1).cpu()\n"
+            "    it = torch.multinomial(probs, 1).to(logits.device)\n    x = x + it\n",
+        ),
+        # elements of a 2-D device tensor read one by one in a nested loop
+        Invalid(
+            "import torch\ndevice = torch.device('cpu')\nlogits = torch.randn(3, 4).to(device)\n"
+            "ys, ix = torch.sort(logits, 1, True)\nmask = torch.zeros(3, 4, device=device)\nfor c in range(4):\n"
+            "    for q in range(3):\n        if ys[q, c].item() > 0:\n            mask[q, c] = 1\n",
+            "import torch\ndevice = torch.device('cpu')\nlogits = torch.randn(3, 4).to(device)\n"
+            "ys, ix = torch.sort(logits, 1, True)\nmask = torch.zeros(3, 4, device=device)\nfor c in range(4):\n"
+            "    ys_list = ys.tolist()\n    for q in range(3):\n        if ys_list[q][c] > 0:\n            mask[q, c] = 1\n",
+            unsafe=True,
         ),
         # NumPy round trips where torch has the op
         Invalid(
@@ -415,7 +449,7 @@ class LoopTransfer(Rule):
         scope, cls = self.t.scope, self.t.cls
         root = scope.body if scope is not None else self.ctx.module
         reads = [r for r in element_reads(self.facts, loop, bound, mutated) if r[0] not in self._reported
-                 and r[0] not in skip and self.facts.kind_of(r[0].func.value.value, scope, cls) == TENSOR]
+                 and r[0] not in skip and self.facts.kind_of(cst.Name(r[1]), scope, cls) in (TENSOR, None)]
         if not reads or not works_on_device(self.facts, root, loop):
             return
         by_name: dict = {}
@@ -425,17 +459,18 @@ class LoopTransfer(Rule):
             if not computed_tensor(self.facts, root, t, loop, scope, cls):
                 continue  # built from host data, or read back already: no transfer per element
             new = self._new_name(f"{t}_list")
-            inline = {call: cst.Subscript(cst.Name(new), [cst.SubscriptElement(cst.Index(cst.Name(i)))])
-                      for call, i in items}
+            inline = {call: _list_element(call.func.value, new) for call, i in items}
             assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(new))],
                                                          method_call(cst.Name(t), "tolist"))])
-            reasons = [f"`{t}[{items[0][1]}]` must be one element of a 1-D `{t}`",
+            first = self.ctx.module.code_for_node(items[0][0].func.value)
+            reasons = [f"`{first}` must be one element of `{t}` (as many indices as it has dimensions)",
                        self._escapes(loop.body, lambda v: isinstance(v, cst.Name) and v.value == t)]
             fix = self._fix(loop, [], inline, f"read `{t}` once with `{new} = {t}.tolist()` above the loop", reasons,
                             assign)
             for call, i in items:
                 self._reported.add(call)
-                self.report(call, f"`{t}[{i}].item()` copies one element of the device tensor `{t}` to the host "
+                self.report(call, f"`{self.ctx.module.code_for_node(call.func.value)}.item()` copies one element of the "
+                                  f"device tensor `{t}` to the host "
                                   f"every iteration (a synchronising copy each); read it once with `{t}.tolist()` "
                                   "before the loop", fix)
 

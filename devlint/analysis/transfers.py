@@ -38,6 +38,22 @@ _HOST_BUILTINS = frozenset({"float", "int", "bool", "abs", "round", "min", "max"
                             "len", "sorted", "reversed", "divmod", "pow"})
 _PURE_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "bool", "isinstance", "round", "format"})
 _HOST_MODULES = ("numpy.", "math.")
+# torch functions of tensors that run as well on the device: a host copy computed on by them
+# and sent back could have stayed (``torch.multinomial(probs.cpu(), 1).to(d)``)
+_TORCH_OP_MODULES = ("torch.nn.functional.", "torch.linalg.", "torch.special.", "torch.fft.")
+_NOT_TORCH_OPS = frozenset({"save", "load", "manual_seed", "seed", "set_grad_enabled", "no_grad", "device",
+                            "compile", "from_numpy", "get_rng_state", "set_rng_state", "set_default_device",
+                            "set_default_dtype", "is_tensor", "numel", "use_deterministic_algorithms"})
+
+
+def torch_op(q: str) -> bool:
+    """``torch.exp`` / ``torch.multinomial`` / ``F.softmax``: a tensor function with a device kernel."""
+    if q.startswith(_TORCH_OP_MODULES):
+        return True
+    if not q.startswith("torch.") or q.count(".") != 1:
+        return False
+    name = q[6:]
+    return name not in _NOT_TORCH_OPS and name[:1].islower() and not name.startswith("_")
 
 
 def device_target(facts, call: cst.Call, keyword_only: bool = False) -> Optional[cst.BaseExpression]:
@@ -116,7 +132,7 @@ def host_flow(facts, expr: cst.BaseExpression, source: Callable[[cst.CSTNode], b
         q = facts.qualname(f) or ""
         known = q.startswith(_HOST_MODULES) or q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy") or (
             q.startswith("torch.") and q[6:] in DATA_TYPES and len(expr.args) == 1) or (
-            isinstance(f, cst.Name) and f.value in _HOST_BUILTINS and f.value not in facts.bound_names)
+            isinstance(f, cst.Name) and f.value in _HOST_BUILTINS and f.value not in facts.bound_names) or torch_op(q)
         if known:
             return any(host_flow(facts, a.value, source, host) for a in expr.args)
         if isinstance(f, cst.Attribute) and not q:
@@ -385,15 +401,33 @@ def element_reads(facts, loop: cst.CSTNode, bound: set, mutated: set) -> list:
         if not (type(n) is cst.Call and isinstance(n.func, cst.Attribute) and n.func.attr.value == "item"
                 and not n.args and isinstance(n.func.value, cst.Subscript)):
             continue
-        sub = n.func.value
-        t = sub.value
-        if not (isinstance(t, cst.Name) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
-                and isinstance(sub.slice[0].slice.value, cst.Name) and sub.slice[0].slice.value.value == i):
+        t, indices = n.func.value, []
+        while isinstance(t, cst.Subscript):  # `t[i]`, `t[i][0]`, `t[q, c]`
+            indices += t.slice
+            t = t.value
+        if not isinstance(t, cst.Name) or not _element_index(indices, i, bound):
             continue
         if t.value in bound or t.value in mutated or t.value == i:
             continue
         out.append((n, t.value, i))
     return out
+
+
+def _element_index(indices: list, i: str, bound: set) -> bool:
+    """Indices naming one element by the loop variable ``i`` and values fixed in the loop."""
+    uses_i = False
+    for e in indices:
+        if not isinstance(e.slice, cst.Index):
+            return False
+        v = e.slice.value
+        if isinstance(v, cst.Name):
+            if v.value == i:
+                uses_i = True
+            elif v.value in bound:
+                return False
+        elif not isinstance(v, cst.Integer):
+            return False
+    return uses_i
 
 
 def works_on_device(facts, root: cst.CSTNode, loop: cst.CSTNode) -> bool:
@@ -408,7 +442,8 @@ def works_on_device(facts, root: cst.CSTNode, loop: cst.CSTNode) -> bool:
     return any(placed_on_device(facts, root, name, loop) for name in sorted(names))
 
 
-def computed_tensor(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode, scope=None, cls=None) -> bool:
+def computed_tensor(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode, scope=None, cls=None,
+                    depth: int = 0) -> bool:
     """Every binding of ``name`` under ``root`` (outside ``loop``) computes it with torch (a
     ``torch.*`` function or a tensor method), never builds it from host data or reads it
     back (``torch.tensor(...)``, factories without ``device=``, ``.cpu()``, NumPy)."""
@@ -420,7 +455,22 @@ def computed_tensor(facts, root: cst.CSTNode, name: str, loop: cst.CSTNode, scop
             continue
         if isinstance(n, cst.Assign) and any(name in target_names(t.target) for t in n.targets):
             v = n.value
-            if not (len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) and isinstance(v, cst.Call)):
+            if len(n.targets) != 1:
+                return False
+            target = n.targets[0].target
+            if (isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name) and isinstance(target, cst.Name)
+                    and v.value.value != name and depth < 3):
+                # `prev = seq[:, t - 2:t]`: a slice of a tensor computed with torch
+                if not computed_tensor(facts, root, v.value.value, loop, scope, cls, depth + 1):
+                    return False
+                found = True
+                stack.extend(children(n, trivia=False))
+                continue
+            # `ys, ix = torch.sort(logits, 1, True)`: the values a torch function returns
+            if not ((isinstance(target, cst.Name) or (isinstance(target, cst.Tuple) and all(
+                    isinstance(e.value, cst.Name) for e in target.elements))) and isinstance(v, cst.Call)):
+                return False
+            if isinstance(target, cst.Tuple) and not (facts.qualname(v.func) or "").startswith("torch."):
                 return False
             p = facts.placement_of(v, scope, cls)[0]
             if p == "host" or any(host_receiver(x) is not None for x in nodes(v)):
