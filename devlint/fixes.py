@@ -333,6 +333,18 @@ def legacy_type_call(call: cst.Call, factory: str, torch_name: str, dtype: str,
     return cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=new_args)
 
 
+def legacy_empty_call(ctor: cst.Call, dtype: Optional[str], device: cst.BaseExpression) -> Optional[cst.Call]:
+    """``torch.FloatTensor(*s)`` -> ``torch.empty(*s, dtype=torch.float32, device=d)``: the same
+    uninitialised memory, allocated on the device (a following in-place draw fills it there)."""
+    if not isinstance(ctor.func, cst.Attribute):
+        return None
+    args = [a.with_changes(comma=_arg_comma()) for a in ctor.args]
+    if dtype is not None:
+        args.append(_keyword("dtype", cst.Attribute(ctor.func.value, cst.Name(dtype)), _arg_comma()))
+    args.append(_keyword("device", device))
+    return cst.Call(func=ctor.func.with_changes(attr=cst.Name("empty")), args=args)
+
+
 def legacy_fill_call(ctor: cst.Call, value: Optional[cst.BaseExpression], dtype: Optional[str],
                      device: cst.BaseExpression) -> Optional[cst.Call]:
     """``torch.LongTensor(b, n).fill_(0)`` -> ``torch.zeros(b, n, dtype=torch.int64, device=d)``

@@ -9,8 +9,8 @@ from devlint.callargs import factory_takes_device, has_double_star, keyword, pos
 from devlint.diagnostic import Applicability
 from devlint.facts import CONTAINER, DEVICE, DEVICE_LESS_FACTORIES, PARAM, TENSOR, dotted, string_value
 from devlint.analysis.accumulators import short
-from devlint.analysis.hostflow import LEGACY_DTYPES, host_build, int_valued, legacy_type
-from devlint.fixes import choose_device, composed_replacements, legacy_fill_call
+from devlint.analysis.hostflow import DRAW, LEGACY_DTYPES, UNFILLED, host_build, int_valued, legacy_type
+from devlint.fixes import choose_device, composed_replacements, legacy_empty_call, legacy_fill_call
 from devlint.rule import Invalid, Rule, safe, unsafe
 from devlint.syntax import bound_names, own_params
 from devlint.walk import nodes
@@ -240,6 +240,12 @@ class HostAllocThenMove(Rule):
                 "import torch\ndef f(x: torch.Tensor, b, k):\n    return torch.linspace(0, b, b, device=x.device).unsqueeze(1).expand(b, k).to(x)\n"),
         Invalid("import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.LongTensor(b, 4).fill_(2).to(device)\n",
                 "import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.full((b, 4), 2, dtype=torch.int64, device=device)\n"),
+        # legacy constructors: sizes left unfilled, or filled by an in-place draw
+        Invalid("import torch\ndef f(b, device):\n    return torch.LongTensor(b, 0).to(device)\n",
+                "import torch\ndef f(b, device):\n    return torch.empty(b, 0, dtype=torch.int64, device=device)\n"),
+        Invalid("import torch\ndef f(x, eps):\n    return torch.FloatTensor(*x.shape).uniform_(-eps, eps).to(x.device)\n",
+                "import torch\ndef f(x, eps):\n    return torch.empty(*x.shape, dtype=torch.float32, device=x.device)"
+                ".uniform_(-eps, eps)\n", unsafe=True),
         Invalid("import torch\ndef f(data, device):\n    return torch.FloatTensor(data).zero_().to(device)\n",
                 "import torch\ndef f(data, device):\n    return torch.zeros(data, dtype=torch.float32, device=device)\n",
                 unsafe=True),
@@ -361,6 +367,14 @@ class HostAllocThenMove(Rule):
         for ctor, fill, value in b.legacy:
             name = legacy_type(self.facts, ctor)
             dtype = LEGACY_DTYPES.get(name)
+            if value is DRAW or value is UNFILLED:
+                # allocate on the device; an in-place draw after it stays and fills it there
+                new = legacy_empty_call(ctor, dtype, device.deep_clone()) if name != "Tensor" else None
+                if new is None:
+                    self.report(node, self._built_msg(b, expr, f"`{text}`"))
+                    return
+                edits[ctor] = new
+                continue
             new = legacy_fill_call(ctor, value, dtype, device.deep_clone())
             if new is None or (isinstance(value, cst.Float) and dtype is not None and not dtype.startswith(
                     ("float", "bfloat"))):

@@ -493,7 +493,15 @@ class HostBuild:
 
     @property
     def random(self) -> bool:
-        return any(dotted(f.func).rsplit(".", 1)[-1] in _RANDOM for f in self.factories)
+        return any(dotted(f.func).rsplit(".", 1)[-1] in _RANDOM for f in self.factories) or any(
+            v is DRAW for _, _, v in self.legacy)
+
+
+# markers for ``HostBuild.legacy`` entries that are no fill with a number: an in-place random
+# draw (``torch.FloatTensor(*s).uniform_(-e, e)``) or no fill at all (``torch.LongTensor(b, 0)``)
+DRAW = object()
+UNFILLED = object()
+_DRAWS = frozenset({"uniform_", "normal_"})
 
 
 def _factory(facts, call: cst.Call) -> Optional[str]:
@@ -517,7 +525,7 @@ def legacy_type(facts, call: cst.Call) -> Optional[str]:
     name = q.rsplit(".", 1)[-1]
     if name != "Tensor" and name not in LEGACY_DTYPES:
         return None
-    if not call.args or any(a.keyword is not None or a.star for a in call.args):
+    if not call.args or any(a.keyword is not None or a.star == "**" for a in call.args):
         return None
     if any(isinstance(a.value, (cst.List, cst.Tuple, cst.ListComp, cst.SimpleString)) for a in call.args):
         return None  # data
@@ -554,6 +562,13 @@ def _build(facts, e: cst.BaseExpression, out: HostBuild) -> bool:
                                             or not isinstance(value, (cst.Integer, cst.Float, cst.UnaryOperation))):
                 return False  # a fill from a name may be a tensor on any device
             out.legacy.append((f.value, e, value))
+            return True
+        if isinstance(f, cst.Attribute) and f.attr.value in _DRAWS and isinstance(f.value, cst.Call) \
+                and legacy_type(facts, f.value) is not None and not any(a.star for a in e.args):
+            out.legacy.append((f.value, e, DRAW))  # `torch.FloatTensor(*x.shape).uniform_(-eps, eps)`
+            return True
+        if legacy_type(facts, e) is not None and (len(e.args) > 1 or e.args[0].star):
+            out.legacy.append((e, e, UNFILLED))  # `torch.LongTensor(b, 0)`: sizes, values never set
             return True
         if isinstance(f, cst.Attribute) and f.attr.value in SHAPE_METHODS and facts.qualname(f) is None:
             return all(a.keyword is None and not a.star and _size_free(a.value) for a in e.args) \
