@@ -356,9 +356,11 @@ def legacy_fill_call(ctor: cst.Call, value: Optional[cst.BaseExpression], dtype:
     number = value.value if isinstance(value, (cst.Integer, cst.Float)) else None
     sizes = [a.value for a in ctor.args]
     if value is None or number in ("0", "0.0", "0."):
-        factory, args = "zeros", [cst.Arg(s) for s in sizes]
+        factory, args = "zeros", [cst.Arg(s, star=a.star) for s, a in zip(sizes, ctor.args)]
     elif number in ("1", "1.0", "1."):
-        factory, args = "ones", [cst.Arg(s) for s in sizes]
+        factory, args = "ones", [cst.Arg(s, star=a.star) for s, a in zip(sizes, ctor.args)]
+    elif any(a.star for a in ctor.args):
+        return None  # `torch.FloatTensor(*s).fill_(v)`: the shape is no tuple of sizes to spell
     else:
         shape = cst.Tuple([cst.Element(s) for s in sizes]) if len(sizes) > 1 else \
             cst.Tuple([cst.Element(sizes[0], comma=cst.Comma(whitespace_after=cst.SimpleWhitespace("")))])

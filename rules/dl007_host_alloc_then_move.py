@@ -240,6 +240,9 @@ class HostAllocThenMove(Rule):
                 "import torch\ndef f(x: torch.Tensor, b, k):\n    return torch.linspace(0, b, b, device=x.device).unsqueeze(1).expand(b, k).to(x)\n"),
         Invalid("import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.LongTensor(b, 4).fill_(2).to(device)\n",
                 "import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.full((b, 4), 2, dtype=torch.int64, device=device)\n"),
+        # a starred shape is sizes, never data
+        Invalid("import torch\ndef f(x):\n    return torch.FloatTensor(*x.shape).fill_(0).to(x.device)\n",
+                "import torch\ndef f(x):\n    return torch.zeros(*x.shape, dtype=torch.float32, device=x.device)\n"),
         # legacy constructors: sizes left unfilled, or filled by an in-place draw
         Invalid("import torch\ndef f(b, device):\n    return torch.LongTensor(b, 0).to(device)\n",
                 "import torch\ndef f(b, device):\n    return torch.empty(b, 0, dtype=torch.int64, device=device)\n"),
@@ -374,6 +377,9 @@ class HostAllocThenMove(Rule):
                     self.report(node, self._built_msg(b, expr, f"`{text}`"))
                     return
                 edits[ctor] = new
+                if len(ctor.args) == 1 and not ctor.args[0].star and not int_valued(
+                        self.facts, ctor.args[0].value, self.t.scope):
+                    reasons.append(f"`{self.ctx.module.code_for_node(ctor.args[0].value)}` may be data, not a size")
                 continue
             new = legacy_fill_call(ctor, value, dtype, device.deep_clone())
             if new is None or (isinstance(value, cst.Float) and dtype is not None and not dtype.startswith(
@@ -381,7 +387,8 @@ class HostAllocThenMove(Rule):
                 self.report(node, self._built_msg(b, expr, f"`{text}`"))
                 return
             edits[fill] = new
-            if len(ctor.args) == 1 and not int_valued(self.facts, ctor.args[0].value, self.t.scope):
+            if len(ctor.args) == 1 and not ctor.args[0].star and not int_valued(
+                    self.facts, ctor.args[0].value, self.t.scope):
                 reasons.append(f"`{self.ctx.module.code_for_node(ctor.args[0].value)}` may be data, not a size")
         if b.random:
             reasons.append("a GPU draws different random numbers")
