@@ -27,6 +27,8 @@ _HARMLESS_TO_KW = {"non_blocking", "copy"}
 
 
 _PLACERS = frozenset({"to", "cuda", "to_empty"})
+# what only a tensor has among the things `.to()` takes (a device, a dtype, a tensor)
+_TENSOR_METADATA = frozenset({"shape", "size", "dim", "ndim", "numel", "ndimension"})
 
 
 def _host_placement(call: cst.Call) -> bool:
@@ -240,6 +242,10 @@ class HostAllocThenMove(Rule):
                 "import torch\ndef f(x: torch.Tensor, b, k):\n    return torch.linspace(0, b, b, device=x.device).unsqueeze(1).expand(b, k).to(x)\n"),
         Invalid("import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.LongTensor(b, 4).fill_(2).to(device)\n",
                 "import torch\ndef f(h, device):\n    b = h.size(0)\n    return torch.full((b, 4), 2, dtype=torch.int64, device=device)\n"),
+        # `.to(x)` where the function reads `x.shape`: a tensor, not a device or a dtype
+        Invalid("import torch\ndef f(x, model):\n    zero = torch.zeros(x.shape[0], 1).to(x)\n    return model(x, zero)\n",
+                "import torch\ndef f(x, model):\n    zero = torch.zeros(x.shape[0], 1, dtype=x.dtype, device=x.device)\n"
+                "    return model(x, zero)\n"),
         # a starred shape is sizes, never data
         Invalid("import torch\ndef f(x):\n    return torch.FloatTensor(*x.shape).fill_(0).to(x.device)\n",
                 "import torch\ndef f(x):\n    return torch.zeros(*x.shape, dtype=torch.float32, device=x.device)\n"),
@@ -301,7 +307,8 @@ class HostAllocThenMove(Rule):
             device = dev_kw.value
         elif pos and device_evidence(self.facts, pos[0].value, self.t.scope, self.t.cls):
             device = pos[0].value
-        elif len(node.args) == 1 and pos and self.facts.kind_of(pos[0].value, self.t.scope, self.t.cls) in (TENSOR, PARAM):
+        elif len(node.args) == 1 and pos and (self.facts.kind_of(pos[0].value, self.t.scope, self.t.cls) in (
+                TENSOR, PARAM) or self._read_as_tensor(pos[0].value)):
             self._to_tensor(node, inner, factory, pos[0].value)
             return
         else:
@@ -349,8 +356,8 @@ class HostAllocThenMove(Rule):
                 device = dev_kw.value
             elif pos and device_evidence(self.facts, pos[0].value, self.t.scope, self.t.cls):
                 device = pos[0].value
-            elif len(node.args) == 1 and pos and self.facts.kind_of(pos[0].value, self.t.scope, self.t.cls) in (
-                    TENSOR, PARAM):
+            elif len(node.args) == 1 and pos and (self.facts.kind_of(pos[0].value, self.t.scope, self.t.cls) in (
+                    TENSOR, PARAM) or self._read_as_tensor(pos[0].value)):
                 device, keep_move = cst.Attribute(pos[0].value, cst.Name("device")), True  # the cast stays
             else:
                 return
@@ -407,6 +414,16 @@ class HostAllocThenMove(Rule):
         fix = choice.fix(applicability, message, replacements) if choice is not None else (
             safe if applicability is Applicability.SAFE else unsafe)(message, replacements)
         self.report(node, self._built_msg(b, expr, "the GPU" if choice is not None else f"`{text}`"), fix)
+
+    def _read_as_tensor(self, value: cst.BaseExpression) -> bool:
+        """``torch.zeros(x.shape[0], 1).to(x)``: the function reads ``x.shape`` / ``x.size()`` /
+        ``x.dim()``, which no device or dtype has: ``.to(x)`` is "like the tensor ``x``"."""
+        if not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+            return False
+        code = self.ctx.module.code_for_node(value)
+        root = self.t.scope if self.t.scope is not None else self.ctx.module
+        return any(isinstance(n, cst.Attribute) and n.attr.value in _TENSOR_METADATA and n.value is not value
+                   and self.ctx.module.code_for_node(n.value) == code for n in nodes(root))
 
     def _built_msg(self, b, expr: cst.BaseExpression, where: str) -> str:
         names = sorted({(self.facts.qualname(c.func) or "torch.?") for c in b.factories}
