@@ -84,6 +84,11 @@ class HardcodedCuda(Rule):
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
         "import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.ones(2).cuda()\n",
+        # a Lightning launcher asking for GPUs refuses to start without one: what it runs has a GPU
+        "import torch\nfrom pytorch_lightning.lite import LightningLite\n\nclass Lite(LightningLite):\n"
+        "    def run(self, x):\n        return x.cuda()\n\nLite(accelerator='gpu', devices='auto').run(torch.ones(2))\n",
+        "import torch\nimport pytorch_lightning as pl\n\ndef main(x):\n    trainer = pl.Trainer(accelerator='gpu')\n"
+        "    return x.cuda(), trainer\n",
         "import torch\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n",
         "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nprint('using cuda')\n",
         "import torch\nx = torch.ones(2)\ny = x.cuda() if x.is_cuda else x\n",
@@ -300,6 +305,13 @@ class HardcodedCuda(Rule):
             "def eval(model):\n    if not torch.cuda.is_available():\n        sys.exit(1)\n"
             "def gradient_penalty(model, x):\n    model.eval()\n    return x.to(device)\n"
             "print(gradient_penalty(torch.nn.Linear(2, 2), torch.ones(2)))\n",
+        ),
+        Invalid(  # a launcher that may run on the CPU (`accelerator="auto"`) guards nothing
+            "import torch\nfrom pytorch_lightning.lite import LightningLite\n\nclass Lite(LightningLite):\n"
+            "    def run(self, x):\n        return x.cuda()\n\nLite(accelerator='auto').run(torch.ones(2))\n",
+            "import torch\nfrom pytorch_lightning.lite import LightningLite\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\nclass Lite(LightningLite):\n"
+            "    def run(self, x):\n        return x.to(device)\n\nLite(accelerator='auto').run(torch.ones(2))\n",
         ),
         Invalid(  # a one-line `if use_cuda: assert ...` checks that branch only, not the lines below it
             "import torch\nuse_cuda = torch.cuda.is_available()\ndef f(x):\n"

@@ -565,6 +565,25 @@ def _instances(facts) -> dict:
     return out
 
 
+# Lightning launchers: built with a GPU accelerator, they refuse to start on a machine without one
+_LAUNCHERS = frozenset({"Trainer", "Fabric", "LightningLite"})
+_LAUNCHER_WORD = re.compile(rb"Trainer|Fabric|LightningLite")
+
+
+def gpu_launcher(facts, call: cst.Call, classes: Optional[dict] = None) -> bool:
+    """``pl.Trainer(accelerator="gpu")``, ``Fabric(accelerator="cuda")``, ``Trainer(gpus=2)``, or
+    a ``LightningLite`` subclass of the file built so: construction raises without a GPU."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    if name not in _LAUNCHERS and not (classes and name in classes):
+        return False
+    acc = call_arg(call, None, "accelerator")
+    if acc is not None:
+        sv = (string_value(acc.value) or "").lower()
+        return sv in ("gpu", "cuda")
+    gpus = call_arg(call, None, "gpus")
+    return gpus is not None and isinstance(gpus.value, cst.Integer) and int(gpus.value.value, 0) > 0
+
+
 def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
     t = type(small)  # concrete node classes: cheaper than isinstance() against LibCST's ABCs
     if t is cst.Assert:
@@ -574,6 +593,8 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return False
     if _is_nccl_init(facts, value):
         return True
+    if _LAUNCHER_WORD.search(facts.source) and gpu_launcher(facts, value):
+        return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
     return _calls_ensuring(facts, value, ensuring)
 
 
@@ -780,8 +801,26 @@ class GuardModel:
         for c in classes:
             if self._declares_cuda_availability(c):
                 self.guarded_classes.add(c)
+        if _LAUNCHER_WORD.search(f.source):
+            self._gpu_launched(module, classes)
         # every project script that imports this module requires CUDA (devlint.project)
         self.file_guarded = self.file_guarded or self.cuda_extension or f.project.cuda_only
+
+    def _gpu_launched(self, module: cst.Module, classes: list) -> None:
+        """``class Lite(LightningLite)`` whose every construction in the file asks for GPUs
+        (``Lite(accelerator="gpu", ...).run(args)``): Lightning refuses to start such a launcher
+        without one, so the methods it runs are CUDA-only."""
+        lites = {c.name.value: c for c in classes if any(
+            (dotted(b.value) or "").rsplit(".", 1)[-1] in _LAUNCHERS for b in c.bases)}
+        if not lites:
+            return
+        made: dict = {}
+        for n in nodes(module, into_scopes=True):
+            if type(n) is cst.Call and isinstance(n.func, cst.Name) and n.func.value in lites:
+                made.setdefault(n.func.value, []).append(gpu_launcher(self.facts, n, lites))
+        for name, gpu in made.items():
+            if gpu and all(gpu):
+                self.guarded_classes.add(lites[name])
 
     # ---- code built on a CUDA-only package (TensorRT, CuPy, PyCUDA, Triton kernels ...) ------
     def _scan_cuda_only_imports(self, module: cst.Module) -> None:
