@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 9
+SUMMARY_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -63,15 +63,19 @@ class ProjectFacts:
     # the scripts that import this module (and what they import) initialise a process group,
     # always with NCCL: where this module runs distributed, it runs on GPUs
     nccl_only: bool = False
+    # CUDA device defaults of this file's functions that a call in another project file leaves in
+    # place: ``"Sampler.device"`` (a class's ``__init__``), ``"make_grid.device"``
+    defaults_reached: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
-                or bool(self.tensor_functions))
+                or bool(self.tensor_functions) or bool(self.defaults_reached))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
-                     sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions)))
+                     sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
+                     sorted(self.defaults_reached)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -150,6 +154,32 @@ def _stops(body: list, in_function: bool) -> bool:
         d = _dotted(last.value.func) or ""
         return d.rsplit(".", 1)[-1] in _EXITS
     return False
+
+
+# packages with no CPU path: a module importing one at its top runs only with a GPU
+CUDA_ONLY_PACKAGES = ("tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "triton", "cuda", "cutlass")
+_TOP_CUDA_ONLY_IMPORT = re.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
+                                   re.M)
+
+# a parameter defaulting to a CUDA device: worth asking where its function is called
+_CUDA_DEFAULT = re.compile(rb"""device\w*\s*(?::[^=,)]*)?=\s*(?:torch\.device\(\s*)?["']cuda""")
+
+
+def _cuda_default(d: ast.AST) -> bool:
+    if isinstance(d, ast.Call) and (_dotted(d.func) or "").endswith("device") and d.args:
+        d = d.args[0]
+    return isinstance(d, ast.Constant) and isinstance(d.value, str) and d.value.startswith("cuda")
+
+
+def _functions_with_owner(tree: ast.AST):
+    """(class name or None, function) for module-level functions and methods."""
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield None, n
+        elif isinstance(n, ast.ClassDef):
+            for m in n.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield n.name, m
 
 
 def _literal_backend(value: Optional[ast.AST]) -> Optional[str]:
@@ -643,6 +673,7 @@ class ProjectIndex:
         self._ensures_memo: dict = {}  # (path, function) -> requires CUDA, through other modules too
         self._recs: list = []  # dependency sets being recorded (innermost last)
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
+        self._files: list = []  # every Python file of the project, once listed
 
     # ---- dependencies ---------------------------------------------------------------
     def _note(self, path: str, stamp: Optional[tuple]) -> None:
@@ -848,6 +879,72 @@ class ProjectIndex:
             frontier = nxt
         self._closure[key] = seen
         return seen
+
+    # ---- CUDA device defaults: does a call elsewhere in the project leave one in place? --------
+    def _defaults_reached(self, path: str, source: bytes) -> frozenset:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return frozenset()
+        out = set()
+        for owner, fn in _functions_with_owner(tree):
+            a = fn.args
+            params = a.posonlyargs + a.args
+            defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
+            defaults.update((k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+            for param, d in defaults.items():
+                if "device" not in param.arg.lower() or not _cuda_default(d):
+                    continue
+                callee = owner if fn.name == "__init__" and owner else fn.name
+                positional = [p.arg for p in params if p.arg not in ("self", "cls")]
+                pos = positional.index(param.arg) if param in params and param.arg in positional else None
+                if self._default_left(path, callee, param.arg, pos):
+                    out.add(f"{callee}.{param.arg}")
+        return frozenset(out)
+
+    def _project_files(self) -> list:
+        """Every Python file under the root (skipping VCS, virtualenv and build directories),
+        each directory noted with its stamp; at most 5,000 files. Listed once per run."""
+        key = ("project files",)
+        if key in self._memo_deps and all(_stamp(d) == st for d, st in self._memo_deps[key].items()):
+            self._replay(key)  # no directory changed since the listing
+            return self._files
+        self._files = self._recorded(key, self._walk_files)
+        return self._files
+
+    def _walk_files(self) -> list:
+        out: list = []
+        for d, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
+            self._note(d, _stamp(d))
+            out += [os.path.join(d, f) for f in sorted(files) if f.endswith(".py")]
+            if len(out) > 5000:
+                break
+        return out
+
+    def _default_left(self, path: str, callee: str, param: str, pos: Optional[int]) -> bool:
+        """A call ``callee(...)`` in another file of the project that passes neither
+        ``param=`` nor an argument at its position (nor ``*args`` / ``**kwargs``)."""
+        word = re.compile(rb"\b" + re.escape(callee.encode()) + rb"\s*\(")
+        for other in self._project_files():
+            if other == path:
+                continue
+            text = self._text(other)
+            if text is None or word.search(text[1]) is None or _TOP_CUDA_ONLY_IMPORT.search(text[1]):
+                continue  # (a caller in a module built on a CUDA-only package runs with a GPU anyway)
+            try:
+                tree = ast.parse(text[1])
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+            for n in ast.walk(tree):
+                if not (isinstance(n, ast.Call) and (_dotted(n.func) or "").rsplit(".", 1)[-1] == callee):
+                    continue
+                if any(k.arg == param or k.arg is None for k in n.keywords):
+                    continue
+                if any(isinstance(x, ast.Starred) for x in n.args) or (pos is not None and len(n.args) > pos):
+                    continue
+                return True
+        return False
 
     def _neighbours(self, path: str) -> list:
         """The Python files of ``path``'s directory and of the one above (inside the root)."""
@@ -1056,7 +1153,8 @@ class ProjectIndex:
             return ProjectFacts(cuda_only=fx["cuda_only"], cuda_entry=frozenset(fx["cuda_entry"]),
                                 host_files=frozenset(fx["host_files"]), host_program=fx["host_program"],
                                 module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]),
-                                nccl_only=fx["nccl_only"], tensor_functions=frozenset(fx["tensor_functions"]))
+                                nccl_only=fx["nccl_only"], tensor_functions=frozenset(fx["tensor_functions"]),
+                                defaults_reached=frozenset(fx["defaults_reached"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -1069,7 +1167,8 @@ class ProjectIndex:
                 "facts": {"cuda_only": facts.cuda_only, "cuda_entry": sorted(facts.cuda_entry),
                           "host_files": sorted(facts.host_files), "host_program": facts.host_program,
                           "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases),
-                          "nccl_only": facts.nccl_only, "tensor_functions": sorted(facts.tensor_functions)}}
+                          "nccl_only": facts.nccl_only, "tensor_functions": sorted(facts.tensor_functions),
+                          "defaults_reached": sorted(facts.defaults_reached)}}
         try:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             tmp = f"{entry}.{os.getpid()}.tmp"
@@ -1090,8 +1189,11 @@ class ProjectIndex:
         # a class deriving a project class may be an nn.Module defined in another file
         module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD.search(source) else frozenset()
         need_tensor = _BARE_CONVERSION.search(source) is not None  # DL001: what a moved value is
+        # DL002: a CUDA device default is reported where some call leaves it in place
+        defaults_reached = self._defaults_reached(path, source) if _CUDA_DEFAULT.search(source) else frozenset()
         if not (need_cuda or need_ckpt or need_tensor):
-            return ProjectFacts(module_bases=module_bases) if module_bases else NONE
+            return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached) if (
+                module_bases or defaults_reached) else NONE
         imported = self.imports(path, own)
         tensor_functions: set = set()
         if need_tensor:
@@ -1165,7 +1267,7 @@ class ProjectIndex:
             host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
-                            tensor_functions=frozenset(tensor_functions))
+                            tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached)
 
 
 # ---------------------------------------------------------------------------------

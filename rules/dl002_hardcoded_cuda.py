@@ -662,11 +662,24 @@ class HardcodedCuda(Rule):
                 fn, node.name.value, self.t.cls if self.t.method is fn else None)):
             self._dead.add(d)  # never runs, or only names a device type / is compared
             return
+        if is_device_call and "device" in node.name.value.lower() and fn is not None \
+                and not self._default_reached(fn, node):
+            self._dead.add(d)  # `device=torch.device("cuda")` that every caller seen replaces
+            return
         if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
-            if fn is not None and not default_reached(self.facts, fn, node):
-                return  # no call in the file omits it and no command line runs it: every caller seen chooses
+            if fn is not None and not self._default_reached(fn, node):
+                return  # no call in the project omits it and no command line runs it: every caller seen chooses
             self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device (portability advice: "
                                   "a caller that omits it fails without CUDA)", default=True)
+
+    def _default_reached(self, fn: cst.FunctionDef, param: cst.Param) -> bool:
+        """A call in this file or in another file of the project (``ProjectFacts.defaults_reached``)
+        leaves ``param``'s default in place, or a command line runs ``fn``."""
+        if default_reached(self.facts, fn, param):
+            return True
+        owner = self.t.cls.name.value if self.t.cls is not None and self.t.method is fn else None
+        callee = owner if owner is not None and fn.name.value == "__init__" else fn.name.value
+        return f"{callee}.{param.name.value}" in self.facts.project.defaults_reached
 
     def report(self, node, message, fix=None) -> None:
         fn = self.t.function

@@ -362,3 +362,21 @@ def test_a_helper_saving_what_its_caller_passes_is_no_host_data(tmp_path, monkey
                      "train.py": ("import torch\nfrom torch import nn\nimport tools\n\nmodel = nn.Linear(2, 2)\n"
                                   "model.load_state_dict(torch.load('out/checkpoint.pth'))\n")})
     assert ("train.py", 6, "DL005") in lint(tmp_path, monkeypatch, "train.py")
+
+
+SAMPLER = ("import torch\n\nclass Sampler:\n    def __init__(self, model, device=torch.device('cuda')):\n"
+           "        self.model = model\n        self.steps = torch.zeros(4).to(device)\n")
+
+
+def test_a_cuda_default_is_reported_where_a_call_in_another_file_leaves_it(tmp_path, monkeypatch):
+    """A class built only through a registry (`{"s": Sampler}`), or only with `device=`, never
+    runs its CUDA default; one script calling `Sampler(model)` elsewhere in the project does,
+    unless that script is built on a CUDA-only package anyway."""
+    write(tmp_path, {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/sampler.py": SAMPLER,
+                     "pkg/registry.py": "from pkg.sampler import Sampler\nSAMPLERS = {'s': Sampler}\n",
+                     "scripts/run.py": "import torch\nfrom pkg.sampler import Sampler\nSampler(None, device=torch.device('cpu'))\n"})
+    assert ("pkg/sampler.py", 4, "DL002") not in lint(tmp_path, monkeypatch, cache=True)
+    write(tmp_path, {"scripts/trt.py": "import tensorrt\nfrom pkg.sampler import Sampler\nSampler(None)\n"})
+    assert ("pkg/sampler.py", 4, "DL002") not in lint(tmp_path, monkeypatch, cache=True)
+    write(tmp_path, {"scripts/demo.py": "from pkg.sampler import Sampler\ns = Sampler(None)\n"})
+    assert ("pkg/sampler.py", 4, "DL002") in lint(tmp_path, monkeypatch, cache=True)

@@ -35,6 +35,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.project import CUDA_ONLY_PACKAGES
 from devlint.syntax import call_arg, dotted, string_value
 from devlint.walk import nodes, statements
 
@@ -918,8 +919,8 @@ def _returned(fn: cst.FunctionDef) -> cst.BaseExpression:
 _CUDA_ONLY_FILE = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "cuda",
                             "cutlass"})
 _CUDA_ONLY_FUNCTION = _CUDA_ONLY_FILE | {"triton"}
-_CUDA_ONLY_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:tensorrt|torch_tensorrt|pycuda|cupy|apex|flash_attn"
-                               rb"|triton|cuda|cutlass)\b", re.M)
+_CUDA_ONLY_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
+                               re.M)
 
 
 def _cuda_only_import(s: cst.CSTNode, roots: frozenset) -> bool:
