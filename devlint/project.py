@@ -161,8 +161,43 @@ CUDA_ONLY_PACKAGES = ("tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "f
 _TOP_CUDA_ONLY_IMPORT = re.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
                                    re.M)
 
+# a project of more files than this is asked about callers near a definition only
+_WHOLE_PROJECT_FILES = 1000
+
 # a parameter defaulting to a CUDA device: worth asking where its function is called
-_CUDA_DEFAULT = re.compile(rb"""device\w*\s*(?::[^=,)]*)?=\s*(?:torch\.device\(\s*)?["']cuda""")
+_CUDA_DEFAULT = re.compile(rb"""\bdef\s+\w+\s*\((?:[^()]|\([^()]*\))*?\bdevice\w*\s*(?::[^=,()]*)?=\s*"""
+                           rb"""(?:torch\.device\(\s*)?["']cuda""")
+
+
+def _call_starts(data: bytes, name: bytes) -> list:
+    """Where the arguments of each ``name(`` call in ``data`` begin (after the ``(``)."""
+    out = []
+    i = data.find(name)
+    while i >= 0:
+        j = i + len(name)
+        before = data[i - 1:i]
+        if not (before.isalnum() or before == b"_"):
+            while data[j:j + 1] in (b" ", b"\t"):
+                j += 1
+            if data[j:j + 1] == b"(":
+                out.append(j + 1)
+        i = data.find(name, i + 1)
+    return out
+
+
+def _call_text(data: bytes, start: int, limit: int = 4000) -> bytes:
+    """The argument text of the call whose ``(`` ends at ``start`` (up to its closing paren)."""
+    depth = 1
+    end = min(len(data), start + limit)
+    for i in range(start, end):
+        c = data[i]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            depth -= 1
+            if depth == 0:
+                return data[start:i]
+    return data[start:end]
 
 
 def _cuda_default(d: ast.AST) -> bool:
@@ -171,15 +206,39 @@ def _cuda_default(d: ast.AST) -> bool:
     return isinstance(d, ast.Constant) and isinstance(d.value, str) and d.value.startswith("cuda")
 
 
-def _functions_with_owner(tree: ast.AST):
-    """(class name or None, function) for module-level functions and methods."""
-    for n in tree.body:
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield None, n
-        elif isinstance(n, ast.ClassDef):
-            for m in n.body:
-                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    yield n.name, m
+_DEF_HEAD = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
+_CLASS_LINE = re.compile(rb"^([ \t]*)(class|def|async[ \t]+def)[ \t]+(\w+)")
+
+
+def _signatures_with_cuda_defaults(source: bytes):
+    """(class name or None, ``ast.FunctionDef`` of the signature only) for each module-level
+    function or method whose signature has a CUDA device default: read off the text, each
+    signature parsed alone (not the whole module)."""
+    for m in _DEF_HEAD.finditer(source):
+        args = _call_text(source, m.end())
+        if _CUDA_DEFAULT.search(b"def f(" + args + b")") is None:
+            continue
+        try:
+            fn = ast.parse(b"def " + m.group(2) + b"(" + args + b"): pass").body[0]
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        indent = len(m.group(1).expandtabs())
+        owner = None
+        if indent:
+            # the nearest line above starting less indented: a class owns the method, a def nests it
+            above = source[:m.start()].splitlines()
+            for line in reversed(above):
+                stripped = line.strip()
+                if not stripped or stripped.startswith((b"#", b"@")):
+                    continue
+                lead = len(line) - len(line.lstrip())
+                if lead < indent:
+                    head = _CLASS_LINE.match(line)
+                    owner = head.group(3).decode() if head and head.group(2) == b"class" and lead == 0 else ""
+                    break
+            if owner in (None, ""):
+                continue  # nested in a function or in something else: not reachable by name
+        yield owner, fn
 
 
 def _literal_backend(value: Optional[ast.AST]) -> Optional[str]:
@@ -225,7 +284,7 @@ def _pins_gpu(stmts: list) -> bool:
     return any((_dotted(c.func) or "").endswith("cuda.set_device") for c in _straight_calls(stmts))
 
 
-def _backends(tree: ast.AST) -> list:
+def _backends(tree: ast.AST, pins: bool = True) -> list:
     """The backend of each ``init_process_group`` call: a literal, or a name the module binds
     to one literal only (``args.dist_backend = "nccl"``, ``--dist-backend`` defaulting to it)."""
     bound: dict = {}
@@ -262,7 +321,7 @@ def _backends(tree: ast.AST) -> list:
                 if name and isinstance(default, ast.Constant) and isinstance(default.value, str):
                     bound.setdefault(name, set()).add(default.value.lower())
     pinned = set()  # inits in a block that also pins the rank's GPU
-    for n in ast.walk(tree):
+    for n in (ast.walk(tree) if pins else ()):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(n, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and _pins_gpu(block):
@@ -516,21 +575,33 @@ def _root_name(node: ast.AST) -> Optional[str]:
             return node.id if isinstance(node, ast.Name) else None
 
 
+class _PassedSaves(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.params: list = [set()]
+        self.out: set = set()
+
+    def visit_FunctionDef(self, fn) -> None:
+        a = fn.args
+        self.params.append(self.params[-1] | ({x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self", "cls"}))
+        self.generic_visit(fn)
+        self.params.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, n: ast.Call) -> None:
+        if (_dotted(n.func) or "") in ("torch.save", "torch.jit.save") and n.args \
+                and _root_name(n.args[0]) in self.params[-1]:
+            self.out.add(id(n.args[0]))
+        self.generic_visit(n)
+
+
 def _passed_saves(tree: ast.AST) -> set:
     """The saved objects (``id``) that come from a parameter of the saving function
     (``def save_checkpoint(self, model, path): torch.save(model.state_dict(), ...)``): whatever
     the callers pass, not something the module made."""
-    out = set()
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        a = fn.args
-        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self", "cls"}
-        for n in ast.walk(fn):
-            if (isinstance(n, ast.Call) and (_dotted(n.func) or "") in ("torch.save", "torch.jit.save")
-                    and n.args and _root_name(n.args[0]) in params):
-                out.add(id(n.args[0]))
-    return out
+    v = _PassedSaves()
+    v.visit(tree)
+    return v.out
 
 
 def summarize(source: bytes) -> Optional[Summary]:
@@ -574,7 +645,7 @@ def summarize(source: bytes) -> Optional[Summary]:
     built = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
              and (_dotted(n.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
              for t in n.targets if isinstance(t, ast.Name)} if raw_saves else set()
-    passed = _passed_saves(tree) if made_here else set()
+    passed = _passed_saves(tree) if made_here and raw_saves else set()
     s.saves = [[_save_name(t) if t is not None else None,
                 _host_object(o) or (made_here and id(o) not in passed), _model_state(o, built)]
                for t, o in raw_saves]
@@ -585,7 +656,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             if fn.name not in ensuring and _ensures(fn.body, True, ensuring):
                 ensuring.add(fn.name)
     s.cuda_functions = sorted(ensuring)
-    s.backends = _backends(tree) if b"init_process_group" in source else []
+    s.backends = _backends(tree, b"set_device" in source) if b"init_process_group" in source else []
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
     s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     return s
@@ -882,12 +953,8 @@ class ProjectIndex:
 
     # ---- CUDA device defaults: does a call elsewhere in the project leave one in place? --------
     def _defaults_reached(self, path: str, source: bytes) -> frozenset:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            return frozenset()
         out = set()
-        for owner, fn in _functions_with_owner(tree):
+        for owner, fn in _signatures_with_cuda_defaults(source):
             a = fn.args
             params = a.posonlyargs + a.args
             defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
@@ -925,13 +992,24 @@ class ProjectIndex:
     def _default_left(self, path: str, callee: str, param: str, pos: Optional[int]) -> bool:
         """A call ``callee(...)`` in another file of the project that passes neither
         ``param=`` nor an argument at its position (nor ``*args`` / ``**kwargs``)."""
-        word = re.compile(rb"\b" + re.escape(callee.encode()) + rb"\s*\(")
-        for other in self._project_files():
+        name = callee.encode()
+        files = self._project_files()
+        if len(files) > _WHOLE_PROJECT_FILES:
+            # a large library: its callers near the definition (its directory, with what is
+            # below it) stand for the rest
+            near = os.path.dirname(path) + os.sep
+            files = [f for f in files if f.startswith(near)]
+        for other in files:
             if other == path:
                 continue
             text = self._text(other)
-            if text is None or word.search(text[1]) is None or _TOP_CUDA_ONLY_IMPORT.search(text[1]):
+            if text is None or name not in text[1]:
+                continue
+            starts = _call_starts(text[1], name)
+            if not starts or _TOP_CUDA_ONLY_IMPORT.search(text[1]):
                 continue  # (a caller in a module built on a CUDA-only package runs with a GPU anyway)
+            if all(param.encode() + b"=" in _call_text(text[1], i) for i in starts):
+                continue  # every call spells `param=`: no parse needed
             try:
                 tree = ast.parse(text[1])
             except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -1348,6 +1426,12 @@ def find_root(path: str, config_root: Optional[str] = None) -> str:
     here = os.path.dirname(os.path.abspath(path))
     if config_root and os.path.commonpath([here, os.path.abspath(config_root)]) == os.path.abspath(config_root):
         return os.path.abspath(config_root)
+    parts = here.split(os.sep)
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            # an installed package is a project of its own: its top directory under site-packages
+            i = len(parts) - 1 - parts[::-1].index(marker)
+            return os.sep.join(parts[:i + 2]) if i + 1 < len(parts) else here
     d = here
     while True:
         if any(os.path.exists(os.path.join(d, m)) for m in (".git", "pyproject.toml")):

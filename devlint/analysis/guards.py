@@ -571,6 +571,14 @@ _LAUNCHERS = frozenset({"Trainer", "Fabric", "LightningLite"})
 _LAUNCHER_WORD = re.compile(rb"Trainer|Fabric|LightningLite")
 
 
+def _names_launcher(facts) -> bool:
+    """The file spells a Lightning launcher's name (read once per file)."""
+    got = facts.__dict__.get("_names_launcher")
+    if got is None:
+        got = facts.__dict__["_names_launcher"] = _LAUNCHER_WORD.search(facts.source) is not None
+    return got
+
+
 def gpu_launcher(facts, call: cst.Call, classes: Optional[dict] = None) -> bool:
     """``pl.Trainer(accelerator="gpu")``, ``Fabric(accelerator="cuda")``, ``Trainer(gpus=2)``, or
     a ``LightningLite`` subclass of the file built so: construction raises without a GPU."""
@@ -594,7 +602,7 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return False
     if _is_nccl_init(facts, value):
         return True
-    if _LAUNCHER_WORD.search(facts.source) and gpu_launcher(facts, value):
+    if type(value.func) in (cst.Name, cst.Attribute) and _names_launcher(facts) and gpu_launcher(facts, value):
         return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
     return _calls_ensuring(facts, value, ensuring)
 
@@ -802,7 +810,7 @@ class GuardModel:
         for c in classes:
             if self._declares_cuda_availability(c):
                 self.guarded_classes.add(c)
-        if _LAUNCHER_WORD.search(f.source):
+        if _names_launcher(f):
             self._gpu_launched(module, classes)
         # every project script that imports this module requires CUDA (devlint.project)
         self.file_guarded = self.file_guarded or self.cuda_extension or f.project.cuda_only
