@@ -117,6 +117,10 @@ class FileFacts:
         Final before rules run: the answer does not depend on when a rule asks."""
         return self.values.kind_of(expr, scope, cls)
 
+    def loader_items(self, loop: cst.For, scope, cls=None) -> set:
+        """Names a loop binds to the items of a DataLoader batch (host data each iteration)."""
+        return self.values.loader_items(loop, scope, cls)
+
     def placement_of(self, expr: cst.CSTNode, scope, cls=None) -> tuple:
         return self.values.placement_of(expr, scope, cls)
 

@@ -15,6 +15,7 @@ from devlint.diagnostic import Applicability, Fix
 from devlint.facts import MODULE, PARAM, TENSOR
 from devlint.fixes import device_draw, method_call, numpy_round_trip_fix, one_hot_fix, scalar_fill_fix
 from devlint.rule import Invalid, Rule, unsafe
+from devlint.syntax import string_value
 from devlint.walk import nodes
 
 # NumPy calls whose data could be made on the device: random draws, these, and nothing else
@@ -23,6 +24,78 @@ HOST_FACTORIES = frozenset({"numpy.zeros", "numpy.ones", "numpy.full"})
 
 def names_in(node: cst.CSTNode) -> set:
     return {n.value for n in nodes(node) if isinstance(n, cst.Name)}
+
+
+_READ_BACK = frozenset({"cpu", "numpy", "tolist"})
+_KEEPS_DATA = frozenset({"detach", "float", "double", "long", "int", "half", "contiguous", "squeeze", "view",
+                         "reshape", "flatten"})
+
+
+def _read_back_root(facts, call: cst.Call) -> Optional[str]:
+    """``y.cpu()``, ``y.detach().cpu().numpy()``, ``y[i].cpu()``, ``y.data.cpu()``, ``y.to("cpu")``:
+    the name whose device data goes to the host; else None."""
+    f = call.func
+    if not isinstance(f, cst.Attribute):
+        return None
+    if f.attr.value == "to":
+        if not (call.args and string_value(call.args[0].value) == "cpu"):
+            return None
+    elif f.attr.value not in _READ_BACK:
+        return None
+    e = f.value
+    while True:
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _KEEPS_DATA:
+            e = e.func.value
+        elif isinstance(e, cst.Attribute) and e.attr.value == "data":
+            e = e.value
+        elif isinstance(e, cst.Subscript):
+            e = e.value
+        else:
+            break
+    return e.value if isinstance(e, cst.Name) else None
+
+
+def _moves_in_place_of(facts, small: cst.CSTNode, items: set):
+    """``y = y.to(device)`` / ``x, y = x.cuda(), y.cuda()`` for loader items: (name, move)."""
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        return
+    target, value = small.targets[0].target, small.value
+    pairs = []
+    if isinstance(target, cst.Name):
+        pairs = [(target, value)]
+    elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Tuple) \
+            and len(target.elements) == len(value.elements):
+        pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+    for t, v in pairs:
+        if not (isinstance(t, cst.Name) and t.value in items and isinstance(v, cst.Call) and is_move(facts, v)):
+            continue
+        recv = v.func.value
+        if isinstance(recv, cst.Name) and recv.value == t.value:
+            yield t.value, v
+
+
+def _changes(stmt: cst.CSTNode, name: str) -> bool:
+    """``stmt`` rebinds ``name`` or changes it in place (``y[m] = 0``, ``y.clamp_(0)``, ``y += 1``)."""
+    for n in nodes(stmt):
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for t in targets:
+                base = t
+                while isinstance(base, (cst.Subscript, cst.Attribute)):
+                    base = base.value
+                if any(isinstance(x, cst.Name) and x.value == name for x in nodes(t)) and (
+                        isinstance(base, cst.Name) and base.value == name or isinstance(t, (cst.Tuple, cst.List))):
+                    return True
+        elif isinstance(n, (cst.For, cst.CompFor)) and name in {x.value for x in nodes(n.target) if isinstance(x, cst.Name)}:
+            return True
+        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value.endswith("_") \
+                and not n.func.attr.value.endswith("__"):
+            base = n.func.value
+            while isinstance(base, (cst.Subscript, cst.Attribute)):
+                base = base.value
+            if isinstance(base, cst.Name) and base.value == name:
+                return True
+    return False
 
 
 def _list_element(sub: cst.Subscript, new: str) -> cst.BaseExpression:
@@ -54,7 +127,8 @@ class LoopTransfer(Rule):
     torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`); and one element of a
     loop-invariant device tensor read per iteration of `for i in range(...)`
     (`k = ks[i].item()`, `ys[q, c].item()`, `ks` computed with torch in a loop that works on
-    device values).
+    device values); and a loader's batch item moved to the device unchanged and copied back
+    in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there).
     A round trip is reported at both ends: where the value leaves the device and where
     it comes back. Not reported: moving the
     fresh batch (`x = x.to(device)`), work under a periodic or first-iteration branch
@@ -124,6 +198,14 @@ class LoopTransfer(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # the labels are changed on the device before they are read back: no host copy holds that
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
+        "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
+        "for x, y in loader:\n    y = y.to(device)\n    y[y == 255] = 0\n    print(y.cpu().numpy())\n",
+        # read back on chosen iterations only (`i in sample_ids`)
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
+        "loader = DataLoader(TensorDataset(torch.ones(4, 2)), batch_size=2)\nshown = {0}\n"
+        "for i, (x,) in enumerate(loader):\n    x = x.to(device)\n    if i in shown:\n        print(x.cpu())\n",
         # elements of a NumPy array: `.item()` of an array element copies nothing from a device
         "import numpy as np\nimport torch\ndevice = torch.device('cpu')\nx = torch.ones(2).to(device)\n"
         "boxes = np.zeros((3, 2))\nfor i in range(3):\n    y = x * boxes[i][0].item()\n",
@@ -260,6 +342,12 @@ class LoopTransfer(Rule):
             "import torch\nboxes_scale = torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()\nfor i in range(3):\n"
             "    boxes = torch.ones(1, 4).cuda() * boxes_scale\n",
         ),
+        # a loader's labels moved to the device unchanged, then copied back for the metrics
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
+            "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
+            "for x, y in loader:\n    x = x.to(device)\n    y = y.to(device)\n    print(x.sum(), y.cpu().numpy())\n",
+        ),
         # a torch function run on the host copy, its result sent back: the device has the op
         Invalid(
             "import torch\ndevice = torch.device('cpu')\nx = torch.randn(4, 5).to(device)\nfor t in range(3):\n"
@@ -329,6 +417,8 @@ class LoopTransfer(Rule):
         skip = occasional_nodes(loop)  # `if step % 100 == 0:` runs on some iterations only
         bound_list, mutated = loop_bindings(loop)
         self._round_trips(loop, skip)
+        if isinstance(loop, cst.For):
+            self._copied_back(loop, skip)
         self._invariant_moves(loop, set(bound_list), bound_list, mutated, skip)
         self._element_reads(loop, set(bound_list), mutated, skip)
         self._alias_draws(loop, skip)
@@ -473,6 +563,36 @@ class LoopTransfer(Rule):
                                   f"device tensor `{t}` to the host "
                                   f"every iteration (a synchronising copy each); read it once with `{t}.tolist()` "
                                   "before the loop", fix)
+
+    # ---- a batch item moved to the device and read back unchanged --------------------------
+    def _copied_back(self, loop: cst.For, skip) -> None:
+        """``for x, y in loader: y = y.to(d) ... y.cpu().numpy()``: the host tensor the loader gave
+        was dropped by the move and is copied back, unchanged, every iteration."""
+        if not isinstance(loop.body, cst.IndentedBlock):
+            return
+        items = self.facts.loader_items(loop, self.t.scope, self.t.cls)
+        if not items:
+            return
+        moved: dict = {}  # name -> its move
+        for st in loop.body.body:
+            if moved:
+                for n in nodes(st):
+                    if n in skip or n in self._reported or not isinstance(n, cst.Call):
+                        continue
+                    root = _read_back_root(self.facts, n)
+                    if root is not None and root in moved:
+                        self._reported.add(n)
+                        self.report(n, f"`{root}` was a host tensor from the loader, moved to the device unchanged "
+                                       f"this iteration; `{short(self.ctx.module.code_for_node(n), 40)}` copies it "
+                                       f"back every iteration (a synchronising copy): keep the host tensor "
+                                       f"(`{root}_host = {root}` before the move) and read that")
+                for name in list(moved):
+                    if _changes(st, name):
+                        del moved[name]
+            if isinstance(st, cst.SimpleStatementLine):
+                for small in st.body:
+                    for name, move in _moves_in_place_of(self.facts, small, items):
+                        moved[name] = move
 
     # ---- round trips ------------------------------------------------------------------------
     def _round_trips(self, loop, skip) -> None:

@@ -349,11 +349,18 @@ def loop_bindings(loop: cst.CSTNode) -> tuple[list, set]:
 
 def not_every_iteration(test: cst.BaseExpression, loop: cst.CSTNode) -> bool:
     """An ``if`` test that holds on some iterations only: periodic (``step % 100 == 0``,
-    ``not i % log_every``) or one iteration (``i == 0`` for the loop variable ``i``)."""
+    ``not i % log_every``), one iteration (``i == 0`` for the loop variable ``i``) or chosen
+    ones (``i in sample_ids``), also as one side of an ``and``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return not_every_iteration(test.left, loop) or not_every_iteration(test.right, loop)
     for n in nodes(test):
         if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) and not isinstance(
                 n.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return True
+    if isinstance(loop, cst.For) and isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, cst.In) and isinstance(test.left, cst.Name) \
+            and test.left.value in target_names(loop.target):
+        return True  # `if i in ret_samples_ids:` picks some iterations
     if isinstance(loop, cst.For) and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         c = test.comparisons[0]
         sides = (test.left, c.comparator)

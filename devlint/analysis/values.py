@@ -914,6 +914,28 @@ class ValueModel:
             return None
         return scope
 
+    def loader_items(self, loop: cst.For, scope, cls) -> set:
+        """The names ``for x, y in loader`` / ``for i, (x, y) in enumerate(tqdm(loader))`` binds
+        to a batch's items, when the iterable is a DataLoader (default collate, evidence of use,
+        or what callers pass): host data, fresh every iteration."""
+        target, it = loop.target, self._unwrap_progress(loop.iter)  # `tqdm(enumerate(loader))`
+        if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+                and "enumerate" not in self.names.bound_names and it.args
+                and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+            target, it = target.elements[1].value, it.args[0].value
+        it = self._unwrap_progress(it)
+        if isinstance(it, cst.Call):
+            loader = self._default_loader(it) or self.tensor_loader_kind(it, scope) == TENSOR_LOADER
+        else:
+            loader = isinstance(it, cst.Name) and self._is_loader(it.value, scope, cls)
+        if not loader:
+            return set()
+        if isinstance(target, cst.Name):
+            return {target.value}
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return {e.value.value for e in target.elements if isinstance(e.value, cst.Name)}
+        return set()
+
     def _unwrap_progress(self, it: cst.BaseExpression) -> cst.BaseExpression:
         """``tqdm(loader)``: a progress bar yields what it wraps."""
         if isinstance(it, cst.Call) and it.args and it.args[0].keyword is None and not it.args[0].star:
