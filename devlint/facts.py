@@ -40,7 +40,7 @@ from devlint.analysis.values import (  # noqa: F401 (re-exported: rules import t
 from devlint.syntax import (  # noqa: F401 - re-exported: rules import them from here
     call_arg, dotted, is_cuda_string, own_params, root_name, string_value,
 )
-from devlint.project import NONE, ProjectFacts
+from devlint.project import NONE, ProjectFacts, classes_of
 from devlint.walk import children
 
 
@@ -116,6 +116,26 @@ class FileFacts:
         """TENSOR / PARAM / MODULE / ... when the file gives evidence, else None (never guess).
         Final before rules run: the answer does not depend on when a rule asks."""
         return self.values.kind_of(expr, scope, cls)
+
+    def stateless_module(self, name: str, depth: int = 4) -> bool:
+        """``name`` (a class this file builds) is an nn.Module holding no parameter, buffer or
+        stateful submodule: the project's (devlint.project) or the file's own, read off its text."""
+        if name in self.project.stateless_modules:
+            return True
+        own = self.__dict__.get("_own_classes")
+        if own is None:
+            own = self.__dict__["_own_classes"] = classes_of(self.source) if b"class " in self.source else {}
+        info = own.get(name)
+        if info is None or not info.stateless or not info.bases or depth <= 0:
+            return False
+        for base in info.bases:
+            head = base.split(".")[0]
+            q = self.aliases.get(head)
+            if (q + base[len(head):] if q else base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                continue
+            if base == name or not self.stateless_module(base, depth - 1):
+                return False
+        return True
 
     def loader_items(self, loop: cst.For, scope, cls=None) -> set:
         """Names a loop binds to the items of a DataLoader batch (host data each iteration)."""

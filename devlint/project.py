@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 10
+SUMMARY_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -66,16 +66,19 @@ class ProjectFacts:
     # CUDA device defaults of this file's functions that a call in another project file leaves in
     # place: ``"Sampler.device"`` (a class's ``__init__``), ``"make_grid.device"``
     defaults_reached: frozenset = frozenset()
+    # nn.Module classes this file builds (its own or the project's, as it spells them) that hold no
+    # parameter, buffer or stateful submodule: `.cuda()` on one moves nothing
+    stateless_modules: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
-                or bool(self.tensor_functions) or bool(self.defaults_reached))
+                or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
-                     sorted(self.defaults_reached)))
+                     sorted(self.defaults_reached), sorted(self.stateless_modules)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -901,7 +904,7 @@ class ProjectIndex:
                     base = os.path.dirname(base)
                 bases = [base]
             else:
-                bases = [here, self.root] if here != self.root else [self.root]
+                bases = ([here, self.root] if here != self.root else [self.root]) + self._source_roots()
             for base in bases:
                 target = self._module_file(base, module)
                 if target is None:
@@ -927,6 +930,17 @@ class ProjectIndex:
         if summary is None:
             self._resolved[path] = out
         return out
+
+    def _source_roots(self) -> list:
+        """``src/`` and ``lib/`` under the root when they are no package themselves: where
+        absolute imports also resolve (ruff's default ``src``; the ``sys.path.insert(0, "lib")``
+        of many research repositories)."""
+        roots = getattr(self, "_roots_memo", None)
+        if roots is None:
+            roots = self._roots_memo = [
+                d for d in (os.path.join(self.root, "src"), os.path.join(self.root, "lib"))
+                if os.path.isdir(d) and not os.path.exists(os.path.join(d, "__init__.py"))]
+        return roots
 
     def closure(self, path: str, depth: int = 3) -> set:
         """The project files ``path`` imports, directly or through others (``depth`` hops)."""
@@ -968,6 +982,12 @@ class ProjectIndex:
                 if self._default_left(path, callee, param.arg, pos):
                     out.add(f"{callee}.{param.arg}")
         return frozenset(out)
+
+    def _stateless_modules(self, path: str, source: bytes) -> frozenset:
+        """Class names this file calls (its own or imported from the project) that are
+        stateless nn.Modules (``_stateless_class``)."""
+        called = {m.decode() for m in re.findall(rb"\b([A-Z]\w*)[ \t]*\(", source)}
+        return frozenset(n for n in called if self._stateless_class(path, n))
 
     def _project_files(self) -> list:
         """Every Python file under the root (skipping VCS, virtualenv and build directories),
@@ -1159,6 +1179,30 @@ class ProjectIndex:
                     return self._resolve_class(target, n, depth - 1)
         return None
 
+    def _stateless_class(self, path: str, spelled: str, depth: int = 5) -> bool:
+        """The class ``spelled`` as seen from ``path`` is an nn.Module with no parameter, buffer
+        or stateful submodule, itself or through its project bases (down to exactly nn.Module)."""
+        if depth <= 0:
+            return False
+        classes, aliases = self._class_info(path)
+        if "." not in spelled and spelled in classes:
+            info = classes[spelled]
+            if not info.stateless or not info.bases:
+                return False
+            for base in info.bases:
+                q = aliases.get(base.split(".")[0])
+                qualified = q + base[len(base.split(".")[0]):] if q is not None else None
+                if qualified in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                    continue
+                if base == spelled or not self._stateless_class(path, base, depth - 1):
+                    return False
+            return True
+        for target, names in self.imports(path):
+            for n, a in names or ():
+                if (a or n) == spelled:
+                    return self._stateless_class(target, n, depth - 1)
+        return False
+
     def module_bases(self, path: str, source: bytes, imports: list) -> frozenset:
         """The bases of the file's classes that are project classes descending from nn.Module
         (``imports``: the file's own, read off its text)."""
@@ -1232,7 +1276,8 @@ class ProjectIndex:
                                 host_files=frozenset(fx["host_files"]), host_program=fx["host_program"],
                                 module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]),
                                 nccl_only=fx["nccl_only"], tensor_functions=frozenset(fx["tensor_functions"]),
-                                defaults_reached=frozenset(fx["defaults_reached"]))
+                                defaults_reached=frozenset(fx["defaults_reached"]),
+                                stateless_modules=frozenset(fx["stateless_modules"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -1246,7 +1291,8 @@ class ProjectIndex:
                           "host_files": sorted(facts.host_files), "host_program": facts.host_program,
                           "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases),
                           "nccl_only": facts.nccl_only, "tensor_functions": sorted(facts.tensor_functions),
-                          "defaults_reached": sorted(facts.defaults_reached)}}
+                          "defaults_reached": sorted(facts.defaults_reached),
+                          "stateless_modules": sorted(facts.stateless_modules)}}
         try:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             tmp = f"{entry}.{os.getpid()}.tmp"
@@ -1269,9 +1315,11 @@ class ProjectIndex:
         need_tensor = _BARE_CONVERSION.search(source) is not None  # DL001: what a moved value is
         # DL002: a CUDA device default is reported where some call leaves it in place
         defaults_reached = self._defaults_reached(path, source) if _CUDA_DEFAULT.search(source) else frozenset()
+        # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
+        stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
         if not (need_cuda or need_ckpt or need_tensor):
-            return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached) if (
-                module_bases or defaults_reached) else NONE
+            return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached,
+                                stateless_modules=stateless) if (module_bases or defaults_reached or stateless) else NONE
         imported = self.imports(path, own)
         tensor_functions: set = set()
         if need_tensor:
@@ -1345,7 +1393,8 @@ class ProjectIndex:
             host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
-                            tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached)
+                            tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached,
+                            stateless_modules=stateless)
 
 
 # ---------------------------------------------------------------------------------
@@ -1367,6 +1416,51 @@ class _ClassInfo:
     bases: list  # dotted names as spelled
     moves: bool  # defines _apply / to / cuda
     owned: frozenset  # names given to register_buffer / register_parameter, or assigned on self
+    stateless: bool = False  # holds no parameter, buffer or stateful submodule of its own (see _stateless)
+
+
+# what gives a module state of its own: a parameter, a buffer, a container of submodules
+_STATEFUL = re.compile(rb"Parameter\(|register_buffer|register_parameter|add_module|register_module|ModuleList|ModuleDict"
+                       rb"|Sequential\(|setattr\(")
+_SELF_VALUE = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n#]*)")
+_LITERAL = re.compile(rb"(?:-?[\d.]+(?:e-?\d+)?|True|False|None|[rbuf]*[\"'][^\"']*[\"'])[ \t]*")
+_NN_CALL = re.compile(rb"(?:torch\.)?nn\.(\w+)\(([^()]*)\)[ \t]*")
+# torch.nn layers with no parameter or buffer of their own (given no weight)
+_WEIGHTLESS_NN = frozenset(
+    b"""Identity Flatten Unflatten ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Tanh Sigmoid Softplus Softsign
+    Softmax LogSoftmax LogSigmoid Dropout Dropout2d Dropout3d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d
+    AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool2d Upsample PixelShuffle CosineSimilarity
+    PairwiseDistance""".split())
+
+
+def _stateless(body: bytes) -> bool:
+    """A class body that gives its instances no parameter, buffer or stateful submodule: every
+    ``self.x = ...`` is a literal, a weightless torch.nn layer or loss (no ``weight``), or a value
+    passed in that the class never calls nor reads attributes of (a flag, a margin, not a module).
+    ``.cuda()`` on such a Module moves nothing."""
+    if _STATEFUL.search(body):
+        return False
+    for attr, value in _SELF_VALUE.findall(body):
+        value = value.strip()
+        if _LITERAL.fullmatch(value):
+            continue
+        m = _NN_CALL.fullmatch(value)
+        if m is not None:
+            layer, args = m.groups()
+            if (layer in _WEIGHTLESS_NN or layer.endswith(b"Loss")) and b"weight" not in args \
+                    and not (layer.endswith(b"Loss") and args.strip() and b"=" not in args.split(b",")[0]):
+                continue  # (a loss's first positional argument is a weight tensor)
+            return False
+        if re.fullmatch(rb"[A-Za-z_]\w*", value) and not re.search(rb"\bself\." + attr + rb"[ \t]*[.(\[]", body):
+            continue  # a value passed in, only tested or computed with
+        return False
+    return True
+
+
+def classes_of(source: bytes) -> dict:
+    """Top-level classes of a module, read off its text: name -> _ClassInfo (bases as spelled,
+    moves its own attributes, names it owns, holds no state of its own)."""
+    return _classes(source)
 
 
 def _classes(source: bytes) -> dict:
@@ -1388,7 +1482,7 @@ def _classes(source: bytes) -> dict:
                 bases.append(part)
         owned = set(_REGISTERS.findall(body)) | set(_SELF_ASSIGN.findall(body))
         out[m.group(1).decode()] = _ClassInfo(bases, _MOVES_DEF.search(body) is not None,
-                                              frozenset(x.decode() for x in owned))
+                                              frozenset(x.decode() for x in owned), _stateless(body))
     return out
 
 

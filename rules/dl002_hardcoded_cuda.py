@@ -84,6 +84,10 @@ class HardcodedCuda(Rule):
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
         "import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.ones(2).cuda()\n",
+        # a Module of the file holding no parameter or buffer: `.cuda()` moves nothing
+        "import torch\nfrom torch import nn\n\nclass RankingLoss(nn.Module):\n    def __init__(self, margin):\n"
+        "        super().__init__()\n        self.margin = margin\n\n    def forward(self, a, b):\n"
+        "        return (self.margin - a + b).clamp(min=0).mean()\n\nloss_fn = RankingLoss(margin=0.2).cuda()\n",
         # a Lightning launcher asking for GPUs refuses to start without one: what it runs has a GPU
         "import torch\nfrom pytorch_lightning.lite import LightningLite\n\nclass Lite(LightningLite):\n"
         "    def run(self, x):\n        return x.cuda()\n\nLite(accelerator='gpu', devices='auto').run(torch.ones(2))\n",
@@ -567,6 +571,9 @@ class HardcodedCuda(Rule):
         """``nn.CrossEntropyLoss()``, ``nn.ReLU()``: a torch.nn loss or activation built without
         arguments holds no parameter or buffer, so ``.cuda()`` on it moves nothing and never
         touches CUDA (a ``weight=`` tensor would be a buffer)."""
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
+                and self.facts.stateless_module(expr.func.value):
+            return True  # a Module (the file's or the project's) holding no parameter or buffer
         if not (isinstance(expr, cst.Call) and not expr.args):
             return False
         q = self.facts.qualname(expr.func) or ""

@@ -380,3 +380,23 @@ def test_a_cuda_default_is_reported_where_a_call_in_another_file_leaves_it(tmp_p
     assert ("pkg/sampler.py", 4, "DL002") not in lint(tmp_path, monkeypatch, cache=True)
     write(tmp_path, {"scripts/demo.py": "from pkg.sampler import Sampler\ns = Sampler(None)\n"})
     assert ("pkg/sampler.py", 4, "DL002") in lint(tmp_path, monkeypatch, cache=True)
+
+
+LOSS = ("import torch.nn as nn\n\nclass JointsMSELoss(nn.Module):\n    def __init__(self, use_target_weight):\n"
+        "        super().__init__()\n        self.criterion = nn.MSELoss(reduction='mean')\n"
+        "        self.use_target_weight = use_target_weight\n\n    def forward(self, out, target):\n"
+        "        if self.use_target_weight:\n            out = out * 2\n        return self.criterion(out, target)\n")
+TRAIN_LOSS = ("import sys\nimport torch\nsys.path.insert(0, 'lib')\nfrom core.loss import JointsMSELoss\n\n"
+              "criterion = JointsMSELoss(use_target_weight=True).cuda()\nprint(criterion)\n")
+
+
+def test_cuda_of_a_project_module_holding_nothing_moves_nothing(tmp_path, monkeypatch):
+    """`JointsMSELoss(...).cuda()` where the class (lib/core/loss.py, imported through the
+    `lib/` source root) holds only a weightless loss and a flag: no tensor to move, nothing
+    raises; a class with a parameter keeps the finding."""
+    write(tmp_path, {"pyproject.toml": "", "lib/core/__init__.py": "", "lib/core/loss.py": LOSS,
+                     "tools/train.py": TRAIN_LOSS})
+    assert ("tools/train.py", 6, "DL002") not in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"lib/core/loss.py": LOSS.replace("        self.use_target_weight = use_target_weight\n",
+                                                       "        self.scale = nn.Parameter(torch.ones(1))\n")})
+    assert ("tools/train.py", 6, "DL002") in lint(tmp_path, monkeypatch)
