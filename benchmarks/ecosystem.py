@@ -125,8 +125,10 @@ SETS = ("tune", "check", "fresh", "fresh2", "fresh3", "fresh4", "fresh5")
 # --- linting -------------------------------------------------------------------------------
 
 def lint_repo(root: str, jobs: int) -> tuple[list[dict], list[str], float]:
+    # the repository's top is the project root, as a checkout's .git would make it (extracted
+    # trees carry no VCS marker)
     cmd = [sys.executable, "-m", "devlint", "check", "--isolated", "--no-cache", "--output-format", "json",
-           "--exit-zero", "-q", "-j", str(jobs), "."]
+           "--exit-zero", "-q", "-j", str(jobs), "--project-root", ".", "."]
     t = time.perf_counter()
     p = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     wall = time.perf_counter() - t

@@ -139,6 +139,9 @@ def main() -> None:
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Use this devlint.toml / pyproject.toml instead of searching for one.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("--project-root", type=click.Path(file_okay=False, exists=True), default=None,
+              help="The project's root for facts read across files [default: the configuration's directory, "
+                   "else the nearest directory with .git or pyproject.toml].")
 @click.option("--exclude", multiple=True, help="Globs to exclude (replaces the config's `exclude`).")
 @click.option("--extend-exclude", multiple=True, help="More globs to exclude.")
 @click.option("--force-exclude", is_flag=True,
@@ -155,8 +158,9 @@ def main() -> None:
 @click.option("--stdin-filename", default=None,
               help="Read the source from stdin, linted as this path (with --fix: fixed source to stdout).")
 def check(paths, fix, unsafe_fixes, diff, show_fixes, select, extend_select, ignore, output_format, statistics,
-          color, quiet, exit_zero, device_name, fix_style, config_file, isolated, exclude, extend_exclude,
-          force_exclude, add_noqa, baseline, write_baseline, jobs, cache_dir, no_cache, stdin_filename) -> None:
+          color, quiet, exit_zero, device_name, fix_style, config_file, isolated, project_root, exclude,
+          extend_exclude, force_exclude, add_noqa, baseline, write_baseline, jobs, cache_dir, no_cache,
+          stdin_filename) -> None:
     """Lint PATHS (files or directories; default: the current directory; `-`: stdin)."""
     import dataclasses
 
@@ -209,7 +213,8 @@ def check(paths, fix, unsafe_fixes, diff, show_fixes, select, extend_select, ign
 
     base = Settings(select=frozenset(codes), unsafe_fixes=unsafe_fixes, fix_style=fix_style,
                     device_name=device_name, parse_errors=parse_errors,
-                    project_root=str(conf.root) if conf.path is not None else None,
+                    project_root=(os.path.abspath(project_root) if project_root
+                                  else str(conf.root) if conf.path is not None else None),
                     # summaries are kept beside lint results; a --fix/--diff run caches nothing
                     project_cache=None if no_cache or fix or diff else os.path.abspath(cache_dir or default_dir()))
     patterns = (tuple(exclude) if exclude else conf.exclude) + conf.extend_exclude + tuple(extend_exclude)

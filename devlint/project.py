@@ -840,7 +840,8 @@ class ProjectIndex:
     def _may_import(self, path: str, stem: bytes) -> bool:
         """A script whose text names ``stem`` (a cheap test before any parse)."""
         text = self._text(path)
-        return text is not None and text[0] and stem in text[1]  # the import graph decides
+        return text is not None and (text[0] or os.path.basename(path) == "hubconf.py") \
+            and stem in text[1]  # the import graph decides
 
     def _words(self, path: str, wanted: tuple) -> bool:
         """Whether the module's text holds any of ``wanted`` (a gate before a parse)."""
@@ -976,7 +977,9 @@ class ProjectIndex:
             for param, d in defaults.items():
                 if "device" not in param.arg.lower() or not _cuda_default(d):
                     continue
-                callee = owner if fn.name == "__init__" and owner else fn.name
+                if owner and fn.name != "__init__":
+                    continue  # a method's name is shared by many classes: its calls elsewhere say little
+                callee = owner if owner else fn.name
                 positional = [p.arg for p in params if p.arg not in ("self", "cls")]
                 pos = positional.index(param.arg) if param in params and param.arg in positional else None
                 if self._default_left(path, callee, param.arg, pos):
@@ -1356,7 +1359,8 @@ class ProjectIndex:
                 if other == path or not self._may_import(other, stem) or path not in self.closure(other):
                     continue
                 s = self.summary(other)
-                if s is not None and s.script:
+                # `hubconf.py`: torch.hub's entry points, run by whoever loads the model
+                if s is not None and (s.script or os.path.basename(other) == "hubconf.py"):
                     importers.append(s)
                     importer_paths.append(other)
             # a script that requires CUDA first thing is CUDA-only too, unless another script

@@ -400,3 +400,23 @@ def test_cuda_of_a_project_module_holding_nothing_moves_nothing(tmp_path, monkey
     write(tmp_path, {"lib/core/loss.py": LOSS.replace("        self.use_target_weight = use_target_weight\n",
                                                        "        self.scale = nn.Parameter(torch.ones(1))\n")})
     assert ("tools/train.py", 6, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_hubconf_entry_points_run_without_a_gpu(tmp_path, monkeypatch):
+    """A model module imported only by GPU scripts is CUDA-only, unless torch.hub's
+    `hubconf.py` also exposes it: whoever loads the model from the hub runs it on a CPU too."""
+    write(tmp_path, {"pyproject.toml": "", "train.py": EXITS, "layers.py": LAYERS})
+    assert ("layers.py", 10, "DL002") not in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"hubconf.py": "dependencies = ['torch']\nfrom layers import Net\n\ndef net():\n    return Net()\n"})
+    assert ("layers.py", 10, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_project_root_option_names_the_root_of_a_tree_without_markers(tmp_path, monkeypatch):
+    """Without .git or pyproject.toml, `tools/train.py` sees only its own directory; with
+    `--project-root .` it reads `lib/` as the project's source root."""
+    write(tmp_path, {"lib/core/__init__.py": "", "lib/core/loss.py": LOSS, "tools/train.py": TRAIN_LOSS})
+    assert ("tools/train.py", 6, "DL002") in lint(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["check", "--output-format", "json", "--exit-zero", "--no-cache",
+                                    "--project-root", ".", "."], catch_exceptions=False)
+    assert ("tools/train.py", 6, "DL002") not in {(d["filename"], d["line"], d["code"]) for d in json.loads(res.stdout)}
