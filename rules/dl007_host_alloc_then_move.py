@@ -248,6 +248,13 @@ class HostAllocThenMove(Rule):
         Invalid("import torch\ndef f(x, model):\n    zero = torch.zeros(x.shape[0], 1).to(x)\n    return model(x, zero)\n",
                 "import torch\ndef f(x, model):\n    zero = torch.zeros(x.shape[0], 1, dtype=x.dtype, device=x.device)\n"
                 "    return model(x, zero)\n"),
+        # a math constant in the arithmetic, a cast to a dtype on the way: still one host build
+        Invalid("import math\nimport torch\ndef f(t, half):\n"
+                "    return torch.exp(-math.log(1e4) * torch.arange(half) / half).to(device=t.device)\n",
+                "import math\nimport torch\ndef f(t, half):\n"
+                "    return torch.exp(-math.log(1e4) * torch.arange(half, device=t.device) / half)\n", unsafe=True),
+        Invalid("import torch\ndef f(t0, n):\n    return torch.linspace(0, 1, n).to(t0.dtype).to(t0.device)\n",
+                "import torch\ndef f(t0, n):\n    return torch.linspace(0, 1, n, device=t0.device).to(t0.dtype)\n"),
         # a starred shape is sizes, never data
         Invalid("import torch\ndef f(x):\n    return torch.FloatTensor(*x.shape).fill_(0).to(x.device)\n",
                 "import torch\ndef f(x):\n    return torch.zeros(*x.shape, dtype=torch.float32, device=x.device)\n"),

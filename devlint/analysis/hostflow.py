@@ -65,6 +65,27 @@ def _number(e: cst.BaseExpression) -> bool:
     return False
 
 
+def _math_number(facts, e: cst.BaseExpression) -> bool:
+    """``math.log(p)``, ``-math.pi``: a Python float."""
+    if isinstance(e, cst.UnaryOperation):
+        e = e.expression
+    if isinstance(e, cst.Call):
+        e = e.func
+    return (facts.qualname(e) or "").startswith("math.")
+
+
+def _dtype_expr(facts, e: cst.BaseExpression) -> bool:
+    """``x.dtype``, ``torch.float32``: what ``.to()`` casts to without moving."""
+    if isinstance(e, cst.Attribute) and e.attr.value == "dtype":
+        return True
+    q = facts.qualname(e) or ""
+    return q.startswith("torch.") and q[6:] in _TORCH_DTYPES
+
+
+_TORCH_DTYPES = frozenset("float32 float float64 double float16 half bfloat16 int64 long int32 int int16 short "
+                          "int8 uint8 bool complex64 complex128".split())
+
+
 def scalar_params(fn: cst.FunctionDef) -> Set[str]:
     """Parameters that hold Python values: a scalar annotation or a numeric default."""
     out = set()
@@ -571,8 +592,11 @@ def _build(facts, e: cst.BaseExpression, out: HostBuild) -> bool:
             out.legacy.append((e, e, UNFILLED))  # `torch.LongTensor(b, 0)`: sizes, values never set
             return True
         if isinstance(f, cst.Attribute) and f.attr.value in SHAPE_METHODS and facts.qualname(f) is None:
-            return all(a.keyword is None and not a.star and _size_free(a.value) for a in e.args) \
+            return all(a.keyword is None and a.star != "**" and _size_free(a.value) for a in e.args) \
                 and _build(facts, f.value, out)
+        if isinstance(f, cst.Attribute) and f.attr.value == "to" and len(e.args) == 1 \
+                and e.args[0].keyword is None and _dtype_expr(facts, e.args[0].value):
+            return _build(facts, f.value, out)  # `.to(x.dtype)`: a cast on the host
         q = facts.qualname(f) or ""
         if q.startswith("torch.") and q.count(".") == 1 and q[6:] in ELEMENTWISE and e.args \
                 and all(a.keyword is None and not a.star for a in e.args):
@@ -585,7 +609,7 @@ def _build(facts, e: cst.BaseExpression, out: HostBuild) -> bool:
     if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, _BUILD_OPS):
         sides = []
         for side in (e.left, e.right):
-            if _number(side):
+            if _number(side) or _math_number(facts, side):
                 continue
             if isinstance(side, (cst.Name, cst.Attribute)) and facts.qualname(side) is None:
                 out.operands.append(side)
