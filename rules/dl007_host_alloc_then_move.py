@@ -147,8 +147,6 @@ class HostAllocThenMove(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
-        # a device variable that is the CPU: nothing is copied
-        "import torch\ndef f(n):\n    device = torch.device('cpu')\n    return torch.zeros(n).to(device)\n",
         "import torch\nx = torch.zeros(3, device='cuda')\n",
         # a host factory combined with another tensor a call builds: both would have to move
         "import torch\ndef f(x, n):\n    return (torch.ones(n) * torch.rand(n)).to(x.device)\n",
@@ -322,7 +320,7 @@ class HostAllocThenMove(Rule):
             return
         else:
             return  # .to(dtype) / .to(tensor) / unknown: not evidently a device move
-        if self._module_left_on_host(device) or self._cpu_device(device):
+        if self._module_left_on_host(device):
             return  # `.to(model.device)` where `model` is built here and never placed: no copy
         rest_pos = pos[1:] if dev_kw is None else pos
         rest_kw = [a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value != "device"]
@@ -370,7 +368,7 @@ class HostAllocThenMove(Rule):
                 device, keep_move = cst.Attribute(pos[0].value, cst.Name("device")), True  # the cast stays
             else:
                 return
-            if self._module_left_on_host(device) or _host_placement(node) or self._cpu_device(device):
+            if self._module_left_on_host(device) or _host_placement(node):
                 return  # `.to("cpu")` of a host build copies nothing
             text = self.ctx.module.code_for_node(device)
             rest = [a for a in node.args if a.value is not device and a is not dev_kw]
@@ -423,21 +421,6 @@ class HostAllocThenMove(Rule):
         fix = choice.fix(applicability, message, replacements) if choice is not None else (
             safe if applicability is Applicability.SAFE else unsafe)(message, replacements)
         self.report(node, self._built_msg(b, expr, "the GPU" if choice is not None else f"`{text}`"), fix)
-
-    def _cpu_device(self, device: cst.BaseExpression) -> bool:
-        """``device = torch.device("cpu")`` (every binding of the name in its scope): a move
-        there copies nothing."""
-        if not isinstance(device, cst.Name):
-            return False
-        root = self.t.scope if self.t.scope is not None else self.ctx.module
-        values = [n.value for n in nodes(root) if isinstance(n, cst.Assign)
-                  and any(isinstance(t.target, cst.Name) and t.target.value == device.value for t in n.targets)]
-        if self.t.scope is not None and any(p.name.value == device.value for p in own_params(self.t.scope)):
-            return False
-        return bool(values) and all(
-            string_value(v) == "cpu" or (isinstance(v, cst.Call) and self.facts.qualname(v.func) == "torch.device"
-                                         and len(v.args) == 1 and string_value(v.args[0].value) == "cpu")
-            for v in values)
 
     def _read_as_tensor(self, value: cst.BaseExpression) -> bool:
         """``torch.zeros(x.shape[0], 1).to(x)``: the function reads ``x.shape`` / ``x.size()`` /
