@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 11
+SUMMARY_VERSION = 12
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,21 @@ class ProjectFacts:
     # nn.Module classes this file builds (its own or the project's, as it spells them) that hold no
     # parameter, buffer or stateful submodule: `.cuda()` on one moves nothing
     stateless_modules: frozenset = frozenset()
+    # compiled CUDA extensions the project builds, as this file names them: modules a setup.py
+    # builds with CUDAExtension (``swin_window_process``), or what a project module binds to
+    # ``torch.utils.cpp_extension.load(..., sources=[...".cu"])`` (``from .backend import _backend``)
+    extensions: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
-                or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules))
+                or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
+                or bool(self.extensions))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
-                     sorted(self.defaults_reached), sorted(self.stateless_modules)))
+                     sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -163,6 +168,13 @@ def _stops(body: list, in_function: bool) -> bool:
 CUDA_ONLY_PACKAGES = ("tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "triton", "cuda", "cutlass")
 _TOP_CUDA_ONLY_IMPORT = re.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
                                    re.M)
+
+# `CUDAExtension("pkg.name", ...)` / `CUDAExtension(name="name", ...)` in a setup.py
+_CUDA_EXTENSION = re.compile(rb"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_IMPORT_AS = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
+_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
+# `_backend = load(name="_raymarching", sources=[...".cu"])` at a module's top
+_LOAD_BOUND = re.compile(rb"^(\w+)[ \t]*=[ \t]*(?:[\w.]*\.)?load\(", re.M)
 
 # a project of more files than this is asked about callers near a definition only
 _WHOLE_PROJECT_FILES = 1000
@@ -748,6 +760,7 @@ class ProjectIndex:
         self._recs: list = []  # dependency sets being recorded (innermost last)
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
+        self._exts: frozenset = frozenset()  # CUDA extensions the project's setup.py files build
 
     # ---- dependencies ---------------------------------------------------------------
     def _note(self, path: str, stamp: Optional[tuple]) -> None:
@@ -984,6 +997,54 @@ class ProjectIndex:
                 pos = positional.index(param.arg) if param in params and param.arg in positional else None
                 if self._default_left(path, callee, param.arg, pos):
                     out.add(f"{callee}.{param.arg}")
+        return frozenset(out)
+
+    def _built_extensions(self) -> frozenset:
+        """Module names the project's setup.py files build with ``CUDAExtension`` (full dotted
+        names and their last part). Read once per run."""
+        key = ("built extensions",)
+        if key in self._memo_deps and all(_stamp(d) == st for d, st in self._memo_deps[key].items()):
+            self._replay(key)
+            return self._exts
+        def compute():
+            out = set()
+            for f in self._project_files():
+                if os.path.basename(f) != "setup.py":
+                    continue
+                text = self._text(f)
+                if text is None or b"CUDAExtension" not in text[1]:
+                    continue
+                for m in _CUDA_EXTENSION.finditer(text[1]):
+                    name = m.group(1).decode()
+                    out |= {name, name.rsplit(".", 1)[-1]}
+            return frozenset(out)
+        self._exts = self._recorded(key, compute)
+        return self._exts
+
+    def _extensions_named(self, source: bytes, imported: list) -> frozenset:
+        """The names this file gives compiled CUDA extensions of the project (ProjectFacts.extensions)."""
+        out = set()
+        if b"import" in source:
+            built = self._built_extensions()
+            if built:
+                for m in _IMPORT_AS.finditer(source):
+                    mod, alias = m.group(1).decode(), m.group(2)
+                    if mod in built or mod.rsplit(".", 1)[-1] in built:
+                        out.add(alias.decode() if alias else mod.split(".")[0])
+                for m in _FROM_IMPORT.finditer(source):
+                    mod = m.group(1).decode().lstrip(".")
+                    for part in m.group(2).decode().strip("() ").split(","):
+                        nm = _NAME_AS.match(" ".join(part.split()))
+                        if nm and (f"{mod}.{nm.group(1)}" in built or (mod in built)):
+                            out.add(nm.group(2) or nm.group(1))
+        for target, names in imported:
+            if not names:
+                continue
+            text = self._text(target)
+            if text is None or b"load(" not in text[1] or b".cu" not in text[1]:
+                continue
+            loaded = {m.decode() for m in _LOAD_BOUND.findall(text[1])}
+            out |= {a or n for n, a in names if n in loaded}
         return frozenset(out)
 
     def _stateless_modules(self, path: str, source: bytes) -> frozenset:
@@ -1280,7 +1341,8 @@ class ProjectIndex:
                                 module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]),
                                 nccl_only=fx["nccl_only"], tensor_functions=frozenset(fx["tensor_functions"]),
                                 defaults_reached=frozenset(fx["defaults_reached"]),
-                                stateless_modules=frozenset(fx["stateless_modules"]))
+                                stateless_modules=frozenset(fx["stateless_modules"]),
+                                extensions=frozenset(fx["extensions"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -1295,7 +1357,8 @@ class ProjectIndex:
                           "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases),
                           "nccl_only": facts.nccl_only, "tensor_functions": sorted(facts.tensor_functions),
                           "defaults_reached": sorted(facts.defaults_reached),
-                          "stateless_modules": sorted(facts.stateless_modules)}}
+                          "stateless_modules": sorted(facts.stateless_modules),
+                          "extensions": sorted(facts.extensions)}}
         try:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             tmp = f"{entry}.{os.getpid()}.tmp"
@@ -1324,6 +1387,7 @@ class ProjectIndex:
             return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached,
                                 stateless_modules=stateless) if (module_bases or defaults_reached or stateless) else NONE
         imported = self.imports(path, own)
+        extensions = self._extensions_named(source, imported) if need_cuda else frozenset()
         tensor_functions: set = set()
         if need_tensor:
             for target, names in imported:
@@ -1398,7 +1462,7 @@ class ProjectIndex:
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
                             tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached,
-                            stateless_modules=stateless)
+                            stateless_modules=stateless, extensions=extensions)
 
 
 # ---------------------------------------------------------------------------------

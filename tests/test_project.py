@@ -420,3 +420,25 @@ def test_project_root_option_names_the_root_of_a_tree_without_markers(tmp_path, 
     res = CliRunner().invoke(main, ["check", "--output-format", "json", "--exit-zero", "--no-cache",
                                     "--project-root", ".", "."], catch_exceptions=False)
     assert ("tools/train.py", 6, "DL002") not in {(d["filename"], d["line"], d["code"]) for d in json.loads(res.stdout)}
+
+
+def test_a_file_importing_a_cuda_extension_the_project_builds_is_cuda_only(tmp_path, monkeypatch):
+    """`import window_process` where the project's setup.py builds it with CUDAExtension, or
+    `from .backend import _backend` bound to `cpp_extension.load(..., sources=[...".cu"])`:
+    the file hands tensors to a CUDA kernel, so it runs only on GPUs; a module of the same
+    name the project does not compile keeps the finding."""
+    test = "import torch\nimport window_process\n\nx = torch.randn(2, 3)\nx = x.cuda()\nprint(window_process.run(x))\n"
+    write(tmp_path, {"pyproject.toml": "", "kernels/unit_test.py": test,
+                     "kernels/setup.py": ("from setuptools import setup\n"
+                                          "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+                                          "setup(name='wp', ext_modules=[CUDAExtension('window_process', "
+                                          "['window_process.cpp', 'window_process_kernel.cu'])])\n")})
+    assert ("kernels/unit_test.py", 5, "DL002") not in lint(tmp_path, monkeypatch)
+    backend = ("import os\nfrom torch.utils.cpp_extension import load\n"
+               "_backend = load(name='_march', sources=[os.path.join('src', 'march.cu')])\n")
+    user = ("import torch\n\ndef march(rays):\n    from .backend import _backend\n"
+            "    if not rays.is_cuda: rays = rays.cuda()\n    return _backend.march(rays)\n")
+    write(tmp_path, {"march/__init__.py": "", "march/backend.py": backend, "march/march.py": user})
+    assert ("march/march.py", 5, "DL002") not in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"kernels/setup.py": "from setuptools import setup\nsetup(name='wp')\n"})
+    assert ("kernels/unit_test.py", 5, "DL002") in lint(tmp_path, monkeypatch)

@@ -759,6 +759,8 @@ class GuardModel:
         self._scan(facts.module)
         if _CUDA_ONLY_IMPORT.search(facts.source):
             self._scan_cuda_only_imports(facts.module)
+        if facts.project.extensions and not self.file_guarded:
+            self.file_guarded = self._imports_project_extension(facts.module, facts.project.extensions)
 
     @property
     def facts(self):
@@ -848,6 +850,24 @@ class GuardModel:
                             for st in line.body):
                         self.cuda_only_functions.add(n)
                         break
+
+    @staticmethod
+    def _imports_project_extension(module: cst.Module, extensions: frozenset) -> bool:
+        """The file imports a CUDA extension the project compiles (``import swin_window_process``,
+        ``import _raymarching as _backend`` even lazily in a function): what it hands that
+        kernel must be on a GPU, so the file is CUDA-only by design."""
+        for n in nodes(module, into_scopes=True):
+            if isinstance(n, cst.Import):
+                for al in n.names:
+                    local = dotted(al.asname.name) if al.asname else (dotted(al.name) or "").split(".")[0]
+                    if local in extensions or dotted(al.name) in extensions:
+                        return True
+            elif isinstance(n, cst.ImportFrom) and not isinstance(n.names, cst.ImportStar):
+                for al in n.names:
+                    local = dotted(al.asname.name) if al.asname else dotted(al.name)
+                    if local in extensions:
+                        return True
+        return False
 
     # ---- CUDA extension code -----------------------------------------------------------
     def _extension_names(self) -> set:
