@@ -299,12 +299,13 @@ def _pins_gpu(stmts: list) -> bool:
     return any((_dotted(c.func) or "").endswith("cuda.set_device") for c in _straight_calls(stmts))
 
 
-def _backends(tree: ast.AST, pins: bool = True) -> list:
+def _backends(tree: ast.AST, pins: bool = True, flat: Optional[list] = None) -> list:
     """The backend of each ``init_process_group`` call: a literal, or a name the module binds
     to one literal only (``args.dist_backend = "nccl"``, ``--dist-backend`` defaulting to it)."""
     bound: dict = {}
     calls = []
-    for n in ast.walk(tree):
+    flat = list(ast.walk(tree)) if flat is None else flat  # every node, walked once
+    for n in flat:
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
             for t in n.targets:
                 d = _dotted(t)
@@ -336,7 +337,7 @@ def _backends(tree: ast.AST, pins: bool = True) -> list:
                 if name and isinstance(default, ast.Constant) and isinstance(default.value, str):
                     bound.setdefault(name, set()).add(default.value.lower())
     pinned = set()  # inits in a block that also pins the rank's GPU
-    for n in (ast.walk(tree) if pins else ()):
+    for n in (flat if pins else ()):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(n, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and _pins_gpu(block):
@@ -639,7 +640,8 @@ def summarize(source: bytes) -> Optional[Summary]:
     s = Summary(imports=_text_imports(source))
     raw_saves = []
     loads = False
-    for node in (ast.walk(tree) if b".save(" in source else ()):  # calls matter for saves only
+    flat = list(ast.walk(tree)) if b".save(" in source or b"init_process_group" in source else []
+    for node in (flat if b".save(" in source else ()):  # calls matter for saves only
         if isinstance(node, ast.Call):
             if not s.places and _places(node):
                 s.places = True
@@ -657,7 +659,7 @@ def summarize(source: bytes) -> Optional[Summary]:
     # nothing and loads nothing (what a helper module saves is whatever its callers pass it;
     # what a script re-saves after a load is whatever the loaded file held)
     made_here = s.script and not s.places and not loads
-    built = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+    built = {t.id for n in flat if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
              and (_dotted(n.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
              for t in n.targets if isinstance(t, ast.Name)} if raw_saves else set()
     passed = _passed_saves(tree) if made_here and raw_saves else set()
@@ -671,7 +673,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             if fn.name not in ensuring and _ensures(fn.body, True, ensuring):
                 ensuring.add(fn.name)
     s.cuda_functions = sorted(ensuring)
-    s.backends = _backends(tree, b"set_device" in source) if b"init_process_group" in source else []
+    s.backends = _backends(tree, b"set_device" in source, flat) if b"init_process_group" in source else []
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
     s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     return s
@@ -729,6 +731,27 @@ def _array_like_base(e) -> bool:
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", "build", "dist"}
 
 
+# Inside one lint run (``one_run()``) the project's directory listings are checked against their
+# stamps once, not once per file: a run reads the tree as it was when it started. Outside a run
+# (a test calling ``facts_for`` after editing a file) every question checks them again.
+_RUN: list = [None]
+
+
+class one_run:
+    """``with one_run(): ...``: the directory stamps behind the project listings are checked once."""
+
+    _count = 0
+
+    def __enter__(self):
+        one_run._count += 1
+        self._outer = _RUN[0]
+        _RUN[0] = one_run._count
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _RUN[0] = self._outer
+
+
 def _stamp(path: str) -> Optional[tuple]:
     try:
         st = os.stat(path)
@@ -761,6 +784,8 @@ class ProjectIndex:
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
         self._exts: frozenset = frozenset()  # CUDA extensions the project's setup.py files build
+        self._module_files: dict = {}  # (base, dotted name) -> (run, module file, stamps read)
+        self._checked: dict = {}  # listing memo key -> the run (one_run) whose stamps were checked
 
     # ---- dependencies ---------------------------------------------------------------
     def _note(self, path: str, stamp: Optional[tuple]) -> None:
@@ -881,6 +906,23 @@ class ProjectIndex:
 
     # ---- imports --------------------------------------------------------------------
     def _module_file(self, base: str, dotted_name: str) -> Optional[str]:
+        if _RUN[0] is None:
+            return self._find_module_file(base, dotted_name)
+        key = (base, dotted_name)
+        hit = self._module_files.get(key)
+        if hit is None or hit[0] != _RUN[0]:  # looked up once per run (one_run)
+            rec: dict = {}
+            self._recs.append(rec)
+            try:
+                found = self._find_module_file(base, dotted_name)
+            finally:
+                self._recs.pop()
+            hit = self._module_files[key] = (_RUN[0], found, rec)
+        for outer in self._recs:
+            outer.update(hit[2])
+        return hit[1]
+
+    def _find_module_file(self, base: str, dotted_name: str) -> Optional[str]:
         parts = [p for p in dotted_name.split(".") if p]
         if self._recs:  # a module appearing or going there changes the directory's stamp
             probe = os.path.join(base, *parts)
@@ -1003,7 +1045,7 @@ class ProjectIndex:
         """Module names the project's setup.py files build with ``CUDAExtension`` (full dotted
         names and their last part). Read once per run."""
         key = ("built extensions",)
-        if key in self._memo_deps and all(_stamp(d) == st for d, st in self._memo_deps[key].items()):
+        if self._unchanged(key):
             self._replay(key)
             return self._exts
         def compute():
@@ -1019,6 +1061,7 @@ class ProjectIndex:
                     out |= {name, name.rsplit(".", 1)[-1]}
             return frozenset(out)
         self._exts = self._recorded(key, compute)
+        self._checked[key] = _RUN[0]
         return self._exts
 
     def _extensions_named(self, source: bytes, imported: list) -> frozenset:
@@ -1057,11 +1100,24 @@ class ProjectIndex:
         """Every Python file under the root (skipping VCS, virtualenv and build directories),
         each directory noted with its stamp; at most 5,000 files. Listed once per run."""
         key = ("project files",)
-        if key in self._memo_deps and all(_stamp(d) == st for d, st in self._memo_deps[key].items()):
+        if self._unchanged(key):
             self._replay(key)  # no directory changed since the listing
             return self._files
         self._files = self._recorded(key, self._walk_files)
+        self._checked[key] = _RUN[0]
         return self._files
+
+    def _unchanged(self, key) -> bool:
+        """The listing memoised under ``key`` still stands: checked in this run already, or no
+        file or directory it was read from has a new stamp."""
+        if key not in self._memo_deps:
+            return False
+        if _RUN[0] is not None and self._checked.get(key) == _RUN[0]:
+            return True
+        if all(_stamp(d) == st for d, st in self._memo_deps[key].items()):
+            self._checked[key] = _RUN[0]
+            return True
+        return False
 
     def _walk_files(self) -> list:
         out: list = []
@@ -1380,7 +1436,8 @@ class ProjectIndex:
         module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD.search(source) else frozenset()
         need_tensor = _BARE_CONVERSION.search(source) is not None  # DL001: what a moved value is
         # DL002: a CUDA device default is reported where some call leaves it in place
-        defaults_reached = self._defaults_reached(path, source) if _CUDA_DEFAULT.search(source) else frozenset()
+        defaults_reached = (self._defaults_reached(path, source) if need_cuda and b"device" in source
+                            and _CUDA_DEFAULT.search(source) else frozenset())
         # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
         stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
         if not (need_cuda or need_ckpt or need_tensor):

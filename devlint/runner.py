@@ -359,6 +359,15 @@ def run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool = F
     unchanged files without parsing; ``jobs`` > 1 lints the rest in a process pool.
     ``settings_for(path)`` gives a file its own settings (per-file ignores, baseline).
     ``progress(done)`` is told how many files are done, now and then."""
+    from devlint.project import one_run
+
+    with one_run():  # the project's directory listings are checked once per run, not per file
+        return _run_files(files, settings, fix=fix, diff=diff, jobs=jobs, cache=cache,
+                          settings_for=settings_for, progress=progress)
+
+
+def _run_files(files: list[tuple[str, str]], settings: Settings, *, fix: bool, diff: bool,
+               jobs: Optional[int], cache, settings_for, progress) -> list[FileOutcome]:
     jobs = default_jobs() if not jobs or jobs < 1 else jobs
     lint_only = not (fix or diff)
     # Many files, no cache, several workers: reading and prefiltering happen in the workers,
