@@ -39,6 +39,11 @@ for s in srcs:
 print(time.perf_counter() - t, time.process_time() - c)
 """
 
+# Every run sees the environment of an installed devlint: pip writes bytecode when it installs a
+# wheel, so a machine that sets PYTHONDONTWRITEBYTECODE (containers often do) would otherwise time
+# compiling devlint's own modules from source on every start (about 0.1 s of a one-file run).
+BASE_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 TORCH_DIRS = ("nn", "optim", "utils", "cuda", "distributed")
 QUICK_DIRS = ("optim", "cuda")
 
@@ -132,8 +137,10 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}")
     print(f"{len(files)} files, {lines} lines from {', '.join(paths)}; one file: {one}")
     print(f"torchfix: {torchfix or 'not installed (pip install torchfix) or skipped'}")
-    run(devlint + ["--cache-dir", cache_dir, *paths])  # prime the cache (untimed)
-    run(devlint + ["--cache-dir", cache_dir, one])
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("PYTHONDONTWRITEBYTECODE is set here: unset for the runs (an installed devlint has its bytecode)")
+    run(devlint + ["--cache-dir", cache_dir, *paths], env=BASE_ENV)  # prime the cache and bytecode (untimed)
+    run(devlint + ["--cache-dir", cache_dir, one], env=BASE_ENV)
 
     times: dict[str, list[float]] = {k: [] for k in variants}
     cpus: dict[str, list[float]] = {k: [] for k in variants}
@@ -147,8 +154,8 @@ def main() -> None:
                 _, _, rss, out = run([py, "-c", FLOOR, listing])
                 wall, cpu = map(float, out.split())
             else:
-                env = ({**os.environ, "DEVLINT_NO_PREFILTER": "1"} if "no prefilter" in name else
-                       {**os.environ, "DEVLINT_NO_PROJECT": "1"} if "no project index" in name else None)
+                env = ({**BASE_ENV, "DEVLINT_NO_PREFILTER": "1"} if "no prefilter" in name else
+                       {**BASE_ENV, "DEVLINT_NO_PROJECT": "1"} if "no project index" in name else BASE_ENV)
                 wall, cpu, rss, out = run(cmd, env=env)
                 if name.startswith("devlint") and "one file" not in name and "no project" not in name:
                     outputs[name] = out

@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 12
+SUMMARY_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -73,17 +73,22 @@ class ProjectFacts:
     # builds with CUDAExtension (``swin_window_process``), or what a project module binds to
     # ``torch.utils.cpp_extension.load(..., sources=[...".cu"])`` (``from .backend import _backend``)
     extensions: frozenset = frozenset()
+    # project functions and classes this file imports (``to_var``, ``Trainer``; a whole module's
+    # by their own names) that put values on a device: move their arguments, return placed
+    # tensors, place the model they build. A file calling one deals with devices (DL010)
+    placing: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
-                or bool(self.extensions))
+                or bool(self.extensions) or bool(self.placing))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
-                     sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions)))
+                     sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
+                     sorted(self.placing)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -521,6 +526,10 @@ _SAVE_WORDS = (b"save(",)
 _AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group")
 _INIT_WORDS = (b"init_process_group",)
 _LOAD_CALL = re.compile(rb"load\(")
+# code that deals with devices spells one of these (DL010 asks whether a file does)
+DEVICE_WORDS = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
+# ... and these, spelled, are nearly always code that places values (prose says "device")
+_PLACES_IN_CODE = re.compile(rb"\.cuda\(|\.to\(|device\s*=|\.device\(|map_location|accelerator")
 _CUDA_WORDS = re.compile(rb"cuda|pin_memory")
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
@@ -784,6 +793,7 @@ class ProjectIndex:
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
         self._exts: frozenset = frozenset()  # CUDA extensions the project's setup.py files build
+        self._placing_memo: dict = {}  # (path, text hash) -> its definitions that place values
         self._module_files: dict = {}  # (base, dotted name) -> (run, module file, stamps read)
         self._checked: dict = {}  # listing memo key -> the run (one_run) whose stamps were checked
 
@@ -1440,10 +1450,18 @@ class ProjectIndex:
                             and _CUDA_DEFAULT.search(source) else frozenset())
         # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
         stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
+        imported = None
+        placing: frozenset = frozenset()
+        if b"torch" in source and not _PLACES_IN_CODE.search(source) and own.imports:
+            # DL010: a file that never spells a device may still place its values, through a
+            # project helper (`to_var(x)`, `get_batch(split)`, `Trainer(model)`)
+            imported = self.imports(path, own)
+            placing = self._placing_imported(imported)
         if not (need_cuda or need_ckpt or need_tensor):
             return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached,
-                                stateless_modules=stateless) if (module_bases or defaults_reached or stateless) else NONE
-        imported = self.imports(path, own)
+                                stateless_modules=stateless, placing=placing) if (
+                module_bases or defaults_reached or stateless or placing) else NONE
+        imported = self.imports(path, own) if imported is None else imported
         extensions = self._extensions_named(source, imported) if need_cuda else frozenset()
         tensor_functions: set = set()
         if need_tensor:
@@ -1519,7 +1537,52 @@ class ProjectIndex:
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
                             tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached,
-                            stateless_modules=stateless, extensions=extensions)
+                            stateless_modules=stateless, extensions=extensions, placing=placing)
+
+    def _placing_imported(self, imported: list) -> frozenset:
+        """The names this file gives project functions/classes that place values (ProjectFacts.placing)."""
+        out: set = set()
+        for target, names in imported:
+            if names == ():
+                continue
+            found = self._placing(target)
+            if found:
+                out |= {a or n for n, a in names if n in found} if names is not None else found
+        return frozenset(out)
+
+    def _placing(self, path: str) -> frozenset:
+        """Top-level functions and classes of the module at ``path`` that put a value on a device."""
+        text = self._text(path)  # (notes the stamp: kept facts follow an edit of the helper)
+        if text is None or not any(w in text[1] for w in _PLACING_WORDS):
+            return frozenset()
+        key = (path, hashlib.sha1(text[1]).hexdigest())
+        hit = self._placing_memo.get(key)
+        if hit is None:
+            try:
+                tree = ast.parse(text[1])
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                tree = None
+            hit = self._placing_memo[key] = _placing_definitions(tree) if tree is not None else frozenset()
+        return hit
+
+
+_PLACING_WORDS = (b".cuda(", b".to(", b"device", b"DataParallel")
+
+
+def _placing_definitions(tree: ast.Module) -> frozenset:
+    """Top-level functions and classes that place a value on a device anywhere in their body
+    (``.cuda()``, ``.to(device)``, ``device=``, a DataParallel wrapper), or call one of the
+    module's own that does."""
+    tops = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    calls = {name: [c for c in ast.walk(n) if isinstance(c, ast.Call)] for name, n in tops.items()}
+    out = {name for name, cs in calls.items() if any(_places(c) for c in cs)}
+    for _ in range(3):
+        more = {name for name, cs in calls.items() if name not in out
+                and any(isinstance(c.func, ast.Name) and c.func.id in out for c in cs)}
+        if not more:
+            break
+        out |= more
+    return frozenset(out)
 
 
 # ---------------------------------------------------------------------------------

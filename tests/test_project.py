@@ -442,3 +442,23 @@ def test_a_file_importing_a_cuda_extension_the_project_builds_is_cuda_only(tmp_p
     assert ("march/march.py", 5, "DL002") not in lint(tmp_path, monkeypatch)
     write(tmp_path, {"kernels/setup.py": "from setuptools import setup\nsetup(name='wp')\n"})
     assert ("kernels/unit_test.py", 5, "DL002") in lint(tmp_path, monkeypatch)
+
+
+PLACES = ("import torch\n\ndef to_var(x):\n    if torch.cuda.is_available():\n        x = x.cuda()\n    return x\n")
+WRAPS = ("import torch\n\ndef to_var(x):\n    return x.float()\n")
+FEEDS = ("import torch\nfrom torch import nn\nimport helpers\n\nmodel = nn.Linear(4, 2)\nhelpers.to_var(model)\n"
+         "for step in range(3):\n    x = helpers.to_var(torch.randn(8, 4))\n    print(model(x).sum().item())\n")
+
+
+def test_a_script_placing_through_a_project_helper_uses_the_gpu(tmp_path, monkeypatch):
+    """DL010 (no device anywhere) is about the file's program, not its spelling: a helper in
+    another module that moves what it is given is the script's device placement. Its trap: a
+    helper that moves nothing keeps the finding, and editing the helper (cache on) flips it."""
+    write(tmp_path, {"helpers.py": PLACES, "train.py": FEEDS})
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == []
+    (tmp_path / "helpers.py").write_text(WRAPS)
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == [("train.py", 5, "DL010")]
+    # the same call spelled after `from helpers import to_var`
+    write(tmp_path, {"helpers.py": PLACES, "train.py": FEEDS.replace("import helpers", "from helpers import to_var")
+                     .replace("helpers.to_var", "to_var")})
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == []

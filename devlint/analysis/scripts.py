@@ -5,7 +5,7 @@
 * ``smoke_test_library(module)``: a module of classes/functions whose only feeding code is a
   smoke test (a ``__main__`` block or a ``def test():`` that runs a model once), with no
   training anywhere;
-* ``device_aware(module, facts)``: the file's code already deals with devices;
+* ``device_aware(module, facts)``: the file's code already deals with devices (or calls a project helper that does);
 * ``model_constructions(facts, fn, body)``: ``name = <nn.Module>(...)`` statements of one scope;
 * ``fed_models(...)``: which of them are fed data (called, trained, or handed to a helper).
 """
@@ -17,6 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.project import DEVICE_WORDS
 from devlint.syntax import names_read
 from devlint.facts import MODULE, dotted, string_value
 from devlint.walk import nodes, statements
@@ -80,7 +81,6 @@ def _declarative(stmt: cst.CSTNode) -> bool:
 
 
 # Any of these in a name, attribute or keyword means the file already deals with devices.
-_AWARE_BYTES = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
 _AWARE_WORD = re.compile(r"cuda|device|accelerator|map_location|^(?:mps|xpu|xla|hpu|npu)$", re.I)
 _DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|hpu|npu|meta)(?::\d+)?")
 _DTYPES = frozenset(
@@ -95,9 +95,12 @@ def device_aware(module: cst.Module, facts) -> bool:
     """The file's code (not its comments) deals with devices: a name, attribute or keyword
     mentions cuda/device/accelerator/map_location/mps/xpu..., a device string (``"cpu"``,
     ``"cuda:0"``), or a ``.to(...)`` with anything but a dtype."""
-    if not _AWARE_BYTES.search(facts.source):
+    placing = facts.project.placing  # project helpers that place values (devlint.project)
+    if not placing and not DEVICE_WORDS.search(facts.source):
         return False
     for n in nodes(module, into_scopes=True):
+        if placing and type(n) is cst.Call and _calls_placing(n.func, placing):
+            return True
         if isinstance(n, cst.Name) and _AWARE_WORD.search(n.value):
             return True
         if isinstance(n, cst.SimpleString):
@@ -108,6 +111,13 @@ def device_aware(module: cst.Module, facts) -> bool:
             if not all(_is_dtype(facts, a) for a in n.args):
                 return True
     return False
+
+
+def _calls_placing(func: cst.BaseExpression, placing: frozenset) -> bool:
+    """``to_var(x)``, ``utils.to_var(x)``: a call of a project helper that places values."""
+    if isinstance(func, cst.Name):
+        return func.value in placing
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in placing
 
 
 def _is_dtype(facts, arg: cst.Arg) -> bool:
