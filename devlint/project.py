@@ -231,34 +231,65 @@ _CLASS_LINE = re.compile(rb"^([ \t]*)(class|def|async[ \t]+def)[ \t]+(\w+)")
 
 
 def _signatures_with_cuda_defaults(source: bytes):
-    """(class name or None, ``ast.FunctionDef`` of the signature only) for each module-level
-    function or method whose signature has a CUDA device default: read off the text, each
-    signature parsed alone (not the whole module)."""
+    """(class name or None, ``ast.FunctionDef`` of the signature only, the names of its
+    parameters whose default is the CUDA device) for each module-level function or method
+    whose signature has a CUDA device default, or whose body fills a ``None`` default with one
+    first thing (``if not device: device = "cuda"``): read off the text, each signature parsed
+    alone (not the whole module)."""
+    fallbacks: dict = {}  # def head offset -> parameters its body falls back to CUDA for
+    heads = list(_DEF_HEAD.finditer(source)) if _CUDA_FALLBACK.search(source) else []
+    for fb in (_CUDA_FALLBACK.finditer(source) if heads else ()):
+        param = fb.group(2) or fb.group(3)
+        if fb.group(4) != param:
+            continue
+        indent = len(fb.group(1).expandtabs())
+        head = next((h for h in reversed(heads) if h.start() < fb.start()
+                     and len(h.group(1).expandtabs()) < indent), None)
+        if head is not None:
+            fallbacks.setdefault(head.start(), set()).add(param.decode())
     for m in _DEF_HEAD.finditer(source):
         args = _call_text(source, m.end())
-        if _CUDA_DEFAULT.search(b"def f(" + args + b")") is None:
+        falls = fallbacks.get(m.start(), set())
+        if not falls and _CUDA_DEFAULT.search(b"def f(" + args + b")") is None:
             continue
         try:
             fn = ast.parse(b"def " + m.group(2) + b"(" + args + b"): pass").body[0]
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
-        indent = len(m.group(1).expandtabs())
-        owner = None
-        if indent:
-            # the nearest line above starting less indented: a class owns the method, a def nests it
-            above = source[:m.start()].splitlines()
-            for line in reversed(above):
-                stripped = line.strip()
-                if not stripped or stripped.startswith((b"#", b"@")):
-                    continue
-                lead = len(line) - len(line.lstrip())
-                if lead < indent:
-                    head = _CLASS_LINE.match(line)
-                    owner = head.group(3).decode() if head and head.group(2) == b"class" and lead == 0 else ""
-                    break
-            if owner in (None, ""):
-                continue  # nested in a function or in something else: not reachable by name
-        yield owner, fn
+        owner = _def_owner(source, m)
+        if owner in (None, ""):
+            continue  # nested in a function or in something else: not reachable by name
+        a = fn.args
+        params = a.posonlyargs + a.args
+        defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
+        defaults.update((k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+        cuda = {p.arg for p, d in defaults.items() if _cuda_default(d) or (
+            p.arg in falls and isinstance(d, ast.Constant) and d.value is None)}
+        if cuda:
+            yield (owner if owner is not True else None), fn, cuda
+
+
+def _def_owner(source: bytes, m):
+    """True for a module-level def, its class's name for a method, else "" (nested)."""
+    indent = len(m.group(1).expandtabs())
+    if not indent:
+        return True
+    # the nearest line above starting less indented: a class owns the method, a def nests it
+    for line in reversed(source[:m.start()].splitlines()):
+        stripped = line.strip()
+        if not stripped or stripped.startswith((b"#", b"@")):
+            continue
+        lead = len(line) - len(line.lstrip())
+        if lead < indent:
+            head = _CLASS_LINE.match(line)
+            return head.group(3).decode() if head and head.group(2) == b"class" and lead == 0 else ""
+    return ""
+
+
+# `if not device:` / `if device is None:` followed by `device = "cuda"` (or torch.device("cuda")):
+# the default a caller who omits the argument gets
+_CUDA_FALLBACK = re.compile(rb"""^([ \t]+)if[ \t]+(?:not[ \t]+(\w*device\w*)|(\w*device\w*)[ \t]+is[ \t]+None)[ \t]*:"""
+                            rb"""[ \t]*\r?\n[ \t]+(\w+)[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""", re.M)
 
 
 def _literal_backend(value: Optional[ast.AST]) -> Optional[str]:
@@ -1034,19 +1065,17 @@ class ProjectIndex:
     # ---- CUDA device defaults: does a call elsewhere in the project leave one in place? --------
     def _defaults_reached(self, path: str, source: bytes) -> frozenset:
         out = set()
-        for owner, fn in _signatures_with_cuda_defaults(source):
+        for owner, fn, cuda in _signatures_with_cuda_defaults(source):
             a = fn.args
             params = a.posonlyargs + a.args
-            defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults))
-            defaults.update((k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-            for param, d in defaults.items():
-                if "device" not in param.arg.lower() or not _cuda_default(d):
+            for param in params + a.kwonlyargs:
+                if "device" not in param.arg.lower() or param.arg not in cuda:
                     continue
                 if owner and fn.name != "__init__":
                     continue  # a method's name is shared by many classes: its calls elsewhere say little
                 callee = owner if owner else fn.name
                 positional = [p.arg for p in params if p.arg not in ("self", "cls")]
-                pos = positional.index(param.arg) if param in params and param.arg in positional else None
+                pos = positional.index(param.arg) if param.arg in positional else None
                 if self._default_left(path, callee, param.arg, pos):
                     out.add(f"{callee}.{param.arg}")
         return frozenset(out)
@@ -1447,7 +1476,7 @@ class ProjectIndex:
         need_tensor = _BARE_CONVERSION.search(source) is not None  # DL001: what a moved value is
         # DL002: a CUDA device default is reported where some call leaves it in place
         defaults_reached = (self._defaults_reached(path, source) if need_cuda and b"device" in source
-                            and _CUDA_DEFAULT.search(source) else frozenset())
+                            and (_CUDA_DEFAULT.search(source) or _CUDA_FALLBACK.search(source)) else frozenset())
         # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
         stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
         imported = None

@@ -4,16 +4,18 @@ import re
 import libcst as cst
 
 from devlint.analysis import guards
-from devlint.analysis.calls import (call_graph, default_is_dead, default_reached, guarded_by_callers, literals_reaching,
-                                   param_places, placed_init_parameter, placed_parameter, places_device,
+from devlint.analysis.calls import (call_graph, default_is_dead, default_reached, fallback_param, guarded_by_callers,
+                                   literals_reaching, param_places, placed_init_parameter, placed_parameter, places_device,
                                    unused_device_binding)
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.analysis.hostflow import LEGACY_DTYPES as LEGACY_TYPES
+from devlint.analysis.scripts import is_main_guard
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
 from devlint.fixes import (LEGACY_TYPES, DeviceChoice, choose_device, choose_library_device, cuda_to_call,
                            guarded_literal, legacy_factory, legacy_type_call, torch_ref)
 from devlint.rule import Invalid, Rule
+from devlint.walk import nodes
 
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
 # names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
@@ -23,6 +25,7 @@ _DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
 # torch.nn layers that hold no parameter or buffer when built without arguments
 _STATELESS_LAYERS = frozenset({"ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax",
                                "LogSoftmax", "Dropout", "Identity", "Flatten", "MaxPool2d", "AvgPool2d"})
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})  # stateless only when built empty
 
 class HardcodedCuda(Rule):
     """
@@ -169,6 +172,14 @@ class HardcodedCuda(Rule):
         "    if state.distributed_type == DistributedType.MULTI_GPU:\n        return torch.ones(1).cuda()\n",
         # a loss without a weight tensor has nothing to move: `.cuda()` on it never touches CUDA
         "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda()\n",
+        # a `None` default filled with CUDA in the body is judged as a default: no call leaves it
+        "import torch\ndef feature(n, device=None):\n    if device is None:\n        device = 'cuda'\n"
+        "    return torch.ones(n).to(device)\ndef run(dev):\n    return feature(3, dev)\n",
+        # a script's device constant that nothing reads places nothing
+        "import torch\nDEVICE = 'cuda:0'\ndef main():\n    print(torch.ones(2))\nif __name__ == '__main__':\n    main()\n",
+        # ... nor an activation whatever its settings, nor a name bound only to such a loss
+        "import torch.nn as nn\ndef score(out):\n    crit = nn.NLLLoss()\n    crit.cuda()\n"
+        "    return crit(nn.LogSoftmax(dim=1).cuda()(out), out)\n",
         # a user's device choice by any name (`--test_mode GPU`), spelled out as a flag
         "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
         "p.add_argument('--test_mode', default='GPU', choices=['GPU', 'CPU'])\nopt = p.parse_args()\n"
@@ -269,6 +280,16 @@ class HardcodedCuda(Rule):
                 "if FAST:\n    x = x.cuda()\n",
                 "import torch\nimport sys\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
                 "FAST = True if sys.argv[1] == 'fast' else False\nx = torch.ones(2)\nif FAST:\n    x = x.to(device)\n"),
+        # a call that leaves the `None` default reaches the CUDA fallback
+        Invalid("import torch\ndef feature(n, device=None):\n    if not device:\n        device = 'cuda'\n"
+                "    return torch.ones(n).to(device)\nprint(feature(3))\n",
+                "import torch\ndef feature(n, device=None):\n    if not device:\n"
+                "        device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                "    return torch.ones(n).to(device)\nprint(feature(3))\n"),
+        # a name bound to a weighted loss, or rebound to a layer with parameters, has something to move
+        Invalid("import torch\nimport torch.nn as nn\ncrit = nn.NLLLoss()\ncrit = nn.Linear(3, 3)\ncrit.cuda()\n",
+                "import torch\nimport torch.nn as nn\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "crit = nn.NLLLoss()\ncrit = nn.Linear(3, 3)\ncrit.to(device)\n"),
         # a class-weighted loss holds its weight as a buffer, which `.cuda()` moves
         Invalid("import torch\nimport torch.nn as nn\ncriterion = nn.CrossEntropyLoss(weight=torch.ones(3)).cuda()\n",
                 "import torch\nimport torch.nn as nn\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
@@ -453,6 +474,14 @@ class HardcodedCuda(Rule):
                   {node: guarded_literal(self.facts, node)}, needs_torch_import=needs_torch)
         self.report(node, msg, fix)
 
+    def _never_read(self, name: str) -> bool:
+        """``DEVICE = "cuda:0"`` at the top of a script (a ``__main__`` block: no other module
+        imports its names) that no line of the file reads."""
+        module = self.ctx.module
+        if not any(is_main_guard(st) for st in module.body):
+            return False
+        return sum(1 for n in nodes(module, into_scopes=True) if type(n) is cst.Name and n.value == name) == 1
+
     def _unused_test_device(self) -> bool:
         """A test's local `dev = torch.device("cuda:1")` that never reaches a placement."""
         fn, stmt = self.t.function, self.t.statement
@@ -568,17 +597,27 @@ class HardcodedCuda(Rule):
         self._device_kwarg(node, node.func)
 
     def _stateless_module(self, expr: cst.BaseExpression) -> bool:
-        """``nn.CrossEntropyLoss()``, ``nn.ReLU()``: a torch.nn loss or activation built without
-        arguments holds no parameter or buffer, so ``.cuda()`` on it moves nothing and never
-        touches CUDA (a ``weight=`` tensor would be a buffer)."""
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
-                and self.facts.stateless_module(expr.func.value):
-            return True  # a Module (the file's or the project's) holding no parameter or buffer
-        if not (isinstance(expr, cst.Call) and not expr.args):
+        """``nn.CrossEntropyLoss()``, ``nn.LogSoftmax(dim=1)``, ``crit`` bound once to one: a
+        torch.nn loss without a ``weight`` tensor (which would be a buffer), an activation,
+        pooling or dropout layer whatever its settings, or a container built empty holds no
+        parameter or buffer, so ``.cuda()`` on it moves nothing and never touches CUDA."""
+        if isinstance(expr, cst.Name):
+            value = self.facts.values.sole_value(expr.value, self.t.scope)
+            return value is not None and not isinstance(value, cst.Name) and self._stateless_module(value)
+        if not isinstance(expr, cst.Call):
             return False
+        if isinstance(expr.func, cst.Name) and self.facts.stateless_module(expr.func.value):
+            return True  # a Module (the file's or the project's) holding no parameter or buffer
         q = self.facts.qualname(expr.func) or ""
         last = q.rsplit(".", 1)[-1]
-        return q.startswith("torch.nn.") and (last.endswith("Loss") or last in _STATELESS_LAYERS)
+        if not q.startswith("torch.nn."):
+            return False
+        if last in _STATELESS_LAYERS:
+            return True
+        if last in _CONTAINERS:
+            return not expr.args
+        return last.endswith("Loss") and not any(
+            a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in expr.args)
 
     def _dot_cuda(self, node: cst.Call, func: cst.Attribute) -> None:
         if self._stateless_module(func.value):
@@ -654,6 +693,11 @@ class HardcodedCuda(Rule):
                 self._handled.add(node.value)
                 if guards.checked_later(self.facts, self.t.function, d, self.t.statement):
                     return  # validated against availability before the function returns it
+                if self.t.function is None and isinstance(t.target, cst.Name) and self._never_read(d):
+                    return  # a script's constant nothing reads places nothing
+                param = fallback_param(self.t.function, node)
+                if param is not None and not self._default_reached(self.t.function, param):
+                    return  # `if not device: device = "cuda"`: a default no caller in the project leaves
                 self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device: what it places fails on a machine without CUDA")
                 return
 

@@ -462,3 +462,18 @@ def test_a_script_placing_through_a_project_helper_uses_the_gpu(tmp_path, monkey
     write(tmp_path, {"helpers.py": PLACES, "train.py": FEEDS.replace("import helpers", "from helpers import to_var")
                      .replace("helpers.to_var", "to_var")})
     assert lint(tmp_path, monkeypatch, "train.py", cache=True) == []
+
+
+FALLBACK = ("import torch\n\ndef get_feature(text, device=None):\n    if not device:\n        device = 'cuda'\n"
+            "    return text.to(device)\n")
+
+
+def test_a_none_default_filled_with_cuda_is_judged_as_a_default_across_files(tmp_path, monkeypatch):
+    """`if not device: device = "cuda"` is the default a caller who omits the argument gets: with
+    every call in the project passing a device it is never reached; one call that omits it (the
+    trap) brings the finding back."""
+    write(tmp_path, {"feats.py": FALLBACK, "api.py": "from feats import get_feature\n\n"
+                     "def speak(text, device):\n    return get_feature(text, device)\n"})
+    assert lint(tmp_path, monkeypatch) == []
+    write(tmp_path, {"demo.py": "from feats import get_feature\nprint(get_feature('abc'))\n"})
+    assert lint(tmp_path, monkeypatch) == [("feats.py", 5, "DL002")]

@@ -299,6 +299,33 @@ _CLI_RUNNERS = frozenset({"Fire", "run", "cli", "CLI", "bind", "parse"})
 _CLI_MODULES = ("fire", "typer", "tyro", "jsonargparse", "argbind", "click", "absl")
 
 
+def fallback_param(fn: Optional[cst.FunctionDef], assign: cst.Assign) -> Optional[cst.Param]:
+    """The parameter whose ``None`` default ``assign`` fills (``if not device: device = "cuda"``,
+    ``if device is None: ...`` among the function's own statements): the default in effect."""
+    if fn is None or not isinstance(fn.body, cst.IndentedBlock) or len(assign.targets) != 1 \
+            or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    params = {p.name.value: p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    param = params.get(name)
+    if param is None or not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+        return None
+    for st in fn.body.body:
+        if not (isinstance(st, cst.If) and st.orelse is None and isinstance(st.body, cst.IndentedBlock)):
+            continue
+        t = st.test
+        tests_none = ((isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not)
+                       and isinstance(t.expression, cst.Name) and t.expression.value == name)
+                      or (isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name) and t.left.value == name
+                          and len(t.comparisons) == 1 and isinstance(t.comparisons[0].operator, cst.Is)
+                          and isinstance(t.comparisons[0].comparator, cst.Name)
+                          and t.comparisons[0].comparator.value == "None"))
+        first = st.body.body[0] if st.body.body else None
+        if tests_none and isinstance(first, cst.SimpleStatementLine) and any(s is assign for s in first.body):
+            return param
+    return None
+
+
 def default_reached(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:
     """Something in the file runs ``fn`` with ``param``'s default: a call that omits it, or a
     command-line runner handed ``fn`` (``fire.Fire(train)``, ``@click.command()``,

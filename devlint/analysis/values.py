@@ -310,6 +310,11 @@ class ValueModel:
         self.values.setdefault((key_scope, d), []).append(value)
         self.add(key_scope, d, self.value_kind(value, scope, cls))
 
+    def sole_value(self, name: str, scope) -> Optional[cst.BaseExpression]:
+        """The value of ``name = value`` when that is the name's only binding in ``scope``."""
+        vals = self.values.get((scope, name))
+        return vals[0] if vals is not None and len(vals) == 1 and self._binds.get((scope, name)) == 1 else None
+
     @staticmethod
     def _key_scope(d: str, scope, cls):
         return cls if (d.startswith("self.") and cls is not None) else scope
