@@ -141,8 +141,23 @@ class UnregisteredTensorAttribute(Rule):
         "        super().__init__()\n        self.unigrams = torch.ones(n)\n"
         "        self.register_buffer('probs', self.unigrams / self.unigrams.sum())\n"
         "    def forward(self, x):\n        return x * self.probs\n",
+        # a 1-D table of numbers read one element at a time: each element is a 0-dim tensor, which
+        # PyTorch lets meet CUDA tensors as a scalar
+        "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.weights = torch.FloatTensor([0.32 / 2 ** s for s in range(n)])\n"
+        "    def forward(self, outs):\n        return sum(self.weights[i] * o.mean() for i, o in enumerate(outs))\n",
     ]
     INVALID = [
+        # ... but a row of a 2-D table is a tensor of its own, on the CPU
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.t = torch.tensor([[1.0, 2.0], [3.0, 4.0]])\n"
+            "    def forward(self, i, x):\n        return x * self.t[i]\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.register_buffer(\"t\", torch.tensor([[1.0, 2.0], [3.0, 4.0]]), persistent=False)\n"
+            "    def forward(self, i, x):\n        return x * self.t[i]\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
             "        super().__init__()\n        self.w = torch.zeros(3)\n",
@@ -312,17 +327,30 @@ class UnregisteredTensorAttribute(Rule):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if self.t.cls is not None and self.t.method is not None and self._self_attr(node) is not None:
-            reads = self.reads.setdefault(self.t.cls, {}).setdefault(node.attr.value, [0, 0])
+            reads = self.reads.setdefault(self.t.cls, {}).setdefault(node.attr.value, [0, 0, 0])
             reads[0] += 1
             if self.t.method.name.value != "__init__":
                 self.used_after_init.setdefault(self.t.cls, set()).add(node.attr.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        # `self.weights[i]`: one element of a 1-D tensor, a 0-dim tensor PyTorch lets meet CUDA
+        # tensors as a scalar
+        if (self.t.cls is not None and isinstance(node.value, cst.Attribute) and self._self_attr(node.value) is not None
+                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)):
+            self._element_read(node.value.attr.value)
+
+    def _element_read(self, attr: str) -> None:
+        self.reads.setdefault(self.t.cls, {}).setdefault(attr, [0, 0, 0])[2] += 1
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
         if (self.t.cls is not None and isinstance(f, cst.Attribute) and f.attr.value == "to"
                 and isinstance(f.value, cst.Attribute) and self._self_attr(f.value) is not None):
-            reads = self.reads.setdefault(self.t.cls, {}).setdefault(f.value.attr.value, [0, 0])
+            reads = self.reads.setdefault(self.t.cls, {}).setdefault(f.value.attr.value, [0, 0, 0])
             reads[1] += 1  # `self.window.to(x.device)`: moved where it is used
+        if (self.t.cls is not None and isinstance(f, cst.Name) and f.value == "len" and len(node.args) == 1
+                and isinstance(node.args[0].value, cst.Attribute) and self._self_attr(node.args[0].value) is not None):
+            self._element_read(node.args[0].value.attr.value)  # its length: a host number
         if self.t.cls is None or not node.args:
             return
         func = node.func
@@ -340,12 +368,15 @@ class UnregisteredTensorAttribute(Rule):
         for cls, method, attr, node, stmt in self.candidates:
             if cls in self.overrides or attr in self.registered.get(cls, ()):
                 continue
-            mentions, moved = self.reads.get(cls, {}).get(attr, (0, 0))
+            mentions, moved, elements = self.reads.get(cls, {}).get(attr, (0, 0, 0))
             if (attr not in self.used_after_init.get(cls, ()) and attr not in self.param_rebinds.get(cls, {})
                     and mentions > self.assigned.get(cls, {}).get(attr, 0) == 1):
                 continue  # read only by `__init__`, to build something else: no method meets it later
             if moved and mentions - moved == self.assigned.get(cls, {}).get(attr, 0):
                 continue  # every use moves it to where it is needed: `self.window.to(x.device)`
+            if (elements and mentions - elements == self.assigned.get(cls, {}).get(attr, 0)
+                    and isinstance(node, (cst.Assign, cst.AnnAssign)) and self._flat_literal(node.value)):
+                continue  # a 1-D table of numbers read one element at a time: scalars on any device
             if self._project_base_owns(cls, attr):
                 continue  # a project base class (another file) moves its attributes or registered it
             rebinds = self._one_branch_rebinds(cls, method, attr, node)
@@ -376,6 +407,19 @@ class UnregisteredTensorAttribute(Rule):
                 )
                 fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
             self.report(node, msg, fix)
+
+    def _flat_literal(self, value: Optional[cst.BaseExpression]) -> bool:
+        """``torch.FloatTensor([w / 2 ** s for s in range(n)])``, ``torch.tensor([0.5, 0.25])``: a
+        1-D tensor made from a flat list of numbers."""
+        if not (isinstance(value, cst.Call) and value.args and value.args[0].keyword is None
+                and self.facts.qualname(value.func) in _TABLE_MAKERS):
+            return False
+        data = value.args[0].value
+        if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
+            return not isinstance(data.elt, (cst.List, cst.Tuple, cst.ListComp))
+        return isinstance(data, cst.List) and bool(data.elements) and not any(
+            isinstance(e.value, (cst.List, cst.Tuple, cst.ListComp)) or isinstance(e, cst.StarredElement)
+            for e in data.elements)
 
     def _project_base_owns(self, cls: cst.ClassDef, attr: str) -> bool:
         for base in cls.bases:
@@ -448,6 +492,10 @@ class UnregisteredTensorAttribute(Rule):
                     or not self._bases_allow(parent, attr, by_name, seen)):
                 return False
         return bool(cls.bases)
+
+
+_TABLE_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor",
+                           "torch.DoubleTensor", "torch.LongTensor", "torch.IntTensor"})
 
 
 def _comma() -> cst.Comma:
