@@ -1187,6 +1187,8 @@ class ProjectIndex:
             starts = _call_starts(text[1], name)
             if not starts or _TOP_CUDA_ONLY_IMPORT.search(text[1]):
                 continue  # (a caller in a module built on a CUDA-only package runs with a GPU anyway)
+            if re.search(rb"^(?:def|class)[ \t]+" + re.escape(name) + rb"\b", text[1], re.M):
+                continue  # that module defines its own `callee`: its calls run that one
             if all(param.encode() + b"=" in _call_text(text[1], i) for i in starts):
                 continue  # every call spells `param=`: no parse needed
             try:
@@ -1604,7 +1606,7 @@ def _placing_definitions(tree: ast.Module) -> frozenset:
     module's own that does."""
     tops = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     calls = {name: [c for c in ast.walk(n) if isinstance(c, ast.Call)] for name, n in tops.items()}
-    out = {name for name, cs in calls.items() if any(_places(c) for c in cs)}
+    out = {name for name, n in tops.items() if _chooses_placement(n)}
     for _ in range(3):
         more = {name for name, cs in calls.items() if name not in out
                 and any(isinstance(c.func, ast.Name) and c.func.id in out for c in cs)}
@@ -1612,6 +1614,28 @@ def _placing_definitions(tree: ast.Module) -> frozenset:
             break
         out |= more
     return frozenset(out)
+
+
+def _chooses_placement(node: ast.AST) -> bool:
+    """``node`` puts a value on a device it picks (``x.cuda()``, ``.to(device)``), not only on
+    the device its input is on (``.to(x.device)``, ``if x.is_cuda: iden = iden.cuda()``): a
+    helper that follows its input chooses nothing for the program."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.If, ast.IfExp)) and _follows_input(n.test):
+            stack.append(n.orelse) if isinstance(n, ast.IfExp) else stack.extend(n.orelse)
+            continue
+        if isinstance(n, ast.Call) and _places(n) and not any(
+                _follows_input(a) for a in (*n.args, *(k.value for k in n.keywords))):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _follows_input(expr: ast.AST) -> bool:
+    """``x.device``, ``x.is_cuda``, ``x.get_device()``: where another value already is."""
+    return any(isinstance(n, ast.Attribute) and n.attr in ("device", "is_cuda", "get_device") for n in ast.walk(expr))
 
 
 # ---------------------------------------------------------------------------------

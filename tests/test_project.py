@@ -458,6 +458,10 @@ def test_a_script_placing_through_a_project_helper_uses_the_gpu(tmp_path, monkey
     assert lint(tmp_path, monkeypatch, "train.py", cache=True) == []
     (tmp_path / "helpers.py").write_text(WRAPS)
     assert lint(tmp_path, monkeypatch, "train.py", cache=True) == [("train.py", 5, "DL010")]
+    # a helper that only follows where its input already is chooses no device either
+    (tmp_path / "helpers.py").write_text("import torch\n\ndef to_var(x):\n    eye = torch.eye(2)\n"
+                                         "    if x.is_cuda:\n        eye = eye.cuda()\n    return x.to(eye.device)\n")
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == [("train.py", 5, "DL010")]
     # the same call spelled after `from helpers import to_var`
     write(tmp_path, {"helpers.py": PLACES, "train.py": FEEDS.replace("import helpers", "from helpers import to_var")
                      .replace("helpers.to_var", "to_var")})
