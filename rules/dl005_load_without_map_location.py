@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import (HostSaves, host_used_load, project_holds_host, saved_earlier, is_dataset_class, is_dataset_module,
-                                          is_library_module, is_test_module, only_into_scaler, package_data_path,
+from devlint.analysis.checkpoints import (HostSaves, cache_written_beside, host_used_load, project_holds_host,
+                                          saved_earlier, is_dataset_class, is_dataset_module, is_library_module, is_test_module, only_into_scaler, package_data_path,
                                           path_key)
 from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
@@ -93,6 +93,11 @@ class LoadWithoutMapLocation(Rule):
         "    def load_network(self, net, path):\n        save_path = path + '.pth'\n"
         "        net.load_state_dict(torch.load(save_path))\n",
         "import torch\ndef f():\n    torch.save(torch.zeros(2), 'c.pt')\n    return torch.load('c.pt')\n",
+        # the cache idiom: the file holds what the other branch builds on the host and saves
+        "import os\nimport torch\nimport data\nfn = 'corpus.data'\nif os.path.exists(fn):\n    corpus = torch.load(fn)\n"
+        "else:\n    corpus = data.Corpus('train.txt')\n    torch.save(corpus, fn)\n",
+        "import os\nimport torch\ndef embeds(p, enc):\n    if not os.path.exists(p):\n        e = enc()\n"
+        "        torch.save({'e': e.cpu()}, p)\n    return torch.load(p)\n",
         # a dataset's cache holds host data
         "import torch\nfrom torch.utils.data import Dataset\nclass Cached(Dataset):\n"
         "    def __init__(self, path):\n        self.data = torch.load(path)\n",
@@ -122,6 +127,15 @@ class LoadWithoutMapLocation(Rule):
         "    return torch.load(open(path, 'rb'))\n",
     ]
     INVALID = [
+        # a cache whose building branch places the model before saving it holds device tensors
+        Invalid(
+            "import os\nimport torch\ndef cached(p, model):\n    if os.path.exists(p):\n        sd = torch.load(p)\n"
+            "    else:\n        model = model.cuda()\n        torch.save(model.state_dict(), p)\n",
+            "import os\nimport torch\ndef cached(p, model):\n    if os.path.exists(p):\n"
+            "        sd = torch.load(p, map_location=\"cpu\")\n"
+            "    else:\n        model = model.cuda()\n        torch.save(model.state_dict(), p)\n",
+            unsafe=True,
+        ),
         # a value handed in from outside (a parameter) may live anywhere: not a host save
         Invalid(
             "import torch\ndef save(state, p):\n    torch.save(state, p)\ndef load(p):\n    return torch.load(p)\n",
@@ -258,6 +272,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if saved_earlier(node, self.t.function or self.ctx.module, self.ctx.module):
             return  # the same run saved that file a few lines up: it reads back its own tensors
+        if cache_written_beside(node, self.t.function or self.ctx.module, self.ctx.module):
+            return  # `if exists(p): load(p) else: build; save(v, p)`: a cache of what this code builds on the host
         if project_holds_host(node.args[0].value, self.facts.project):
             return  # the project saves that file from host data only (another file's save)
         if is_dataset_class(self.t.cls):

@@ -29,7 +29,7 @@ import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
 from devlint.facts import call_arg, dotted
-from devlint.syntax import bound_names
+from devlint.syntax import bound_names, names_read
 from devlint.walk import nodes, visit_batched
 
 BUFFER_KEY = "buffer:"  # the in-memory buffers a file pickles into and reads back
@@ -101,6 +101,86 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool
             tgt = call_arg(n, 1, "f")
             if tgt is not None:
                 saves.add(_same_file_key(tgt.value, module, opened))
+    return False
+
+
+def cache_written_beside(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool:
+    """The cache idiom: ``if os.path.exists(p): x = torch.load(p)`` whose ``else`` builds the
+    value and ``torch.save``\ s it to ``p`` (or ``if not os.path.exists(p): ... torch.save(v, p)``
+    before the load), building and saving on the host (nothing in that branch places a value
+    before the save, or the save moves it off the device itself): the file holds what this
+    code writes, host data."""
+    arg = call_arg(load, 0, "f")
+    if arg is None:
+        return False
+    want = module.code_for_node(arg.value)
+    for block in _blocks(root):
+        stmts = list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
+        for i, st in enumerate(stmts):
+            if not isinstance(st, cst.If):
+                continue
+            pol = _exists_test(st.test, want, module)
+            if pol == 0:
+                continue
+            branches = (st.body, st.orelse.body if isinstance(st.orelse, cst.Else) else None)
+            loading, saving = branches if pol > 0 else (None, branches[0])
+            if pol < 0:  # `if not exists(p): build; save` and the load after it
+                later = stmts[i + 1:]
+                if not any(n is load for s2 in later for n in nodes(s2)):
+                    continue
+            elif not any(n is load for n in nodes(loading)):
+                continue
+            if saving is not None and _saves_host(saving, want, module):
+                return True
+    return False
+
+
+def _blocks(root: cst.CSTNode):
+    yield root if isinstance(root, cst.Module) else getattr(root, "body", root)
+    for n in nodes(root):
+        if isinstance(n, cst.IndentedBlock):
+            yield n
+
+
+def _exists_test(test: cst.BaseExpression, path: str, module: cst.Module) -> int:
+    """+1 for ``os.path.exists(path)`` (``isfile``, ``Path(path).exists()``), -1 for its ``not``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return -_exists_test(test.expression, path, module)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return 1 if _exists_test(test.left, path, module) == 1 or _exists_test(test.right, path, module) == 1 else 0
+    if not isinstance(test, cst.Call) or not isinstance(test.func, cst.Attribute):
+        return 0
+    name = test.func.attr.value
+    if name in ("exists", "isfile") and test.args and module.code_for_node(test.args[0].value) == path:
+        return 1
+    inner = test.func.value
+    if name in ("exists", "is_file") and not test.args and isinstance(inner, cst.Call) and inner.args \
+            and module.code_for_node(inner.args[0].value) == path:
+        return 1
+    return 0
+
+
+def _saves_host(block: cst.BaseSuite, path: str, module: cst.Module) -> bool:
+    for n in nodes(block):
+        if isinstance(n, cst.Call) and _is_torch_save(n):
+            tgt, obj = call_arg(n, 1, "f"), call_arg(n, 0, "obj")
+            if tgt is None or obj is None or module.code_for_node(tgt.value) != path:
+                continue
+            v = obj.value
+            if _is_cpu_call(v) or (isinstance(v, cst.Dict) and v.elements and all(
+                    isinstance(e, cst.DictElement) and _is_cpu_call(e.value) for e in v.elements)):
+                return True
+            # built in the branch, with nothing placed before the save
+            before = []
+            for st in block.body:
+                if any(m is n for m in nodes(st)):
+                    break
+                before.append(st)
+            built = {name for st in before for a in nodes(st) if isinstance(a, (cst.Assign, cst.AnnAssign))
+                     for t in (a.targets if isinstance(a, cst.Assign) else [a]) for name in bound_names(t.target)}
+            roots = names_read(v)
+            return bool(before) and roots <= built | {"torch", "dict", "list", "tuple"} and not any(
+                _contains_placer(st) for st in before)
     return False
 
 
