@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 13
+SUMMARY_VERSION = 14
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ class Summary:
     script: bool = False  # runs code when executed (`__main__` block, top-level calls or loops)
     requires_cuda: bool = False  # running it as a script exits/raises/asserts without CUDA
     cuda_functions: list = field(default_factory=list)  # top-level functions that require CUDA
-    saves: list = field(default_factory=list)  # [file name or None, host data?, a model's state?] per torch.save
+    # [file name or None, host data?, a model's state?, moved to the host by the saving code?] per torch.save
+    saves: list = field(default_factory=list)
     places: bool = False  # places any value on a device
     backends: list = field(default_factory=list)  # per init_process_group call: its backend, or None
     tensor_returns: list = field(default_factory=list)  # top-level functions returning tuples of array-likes
@@ -545,11 +546,47 @@ def _model_state(obj: ast.AST, built: set) -> bool:
     return isinstance(obj, ast.Name) and obj.id in built
 
 
-def _host_object(obj: ast.AST) -> bool:
-    """``x.cpu()``, ``net.cpu().state_dict()``: moved off the device by the saving code."""
-    if isinstance(obj, ast.Call) and isinstance(obj.func, ast.Attribute) and obj.func.attr == "state_dict":
-        obj = obj.func.value
-    return isinstance(obj, ast.Call) and isinstance(obj.func, ast.Attribute) and obj.func.attr == "cpu"
+def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None) -> bool:
+    """``x.cpu()``, ``net.cpu().state_dict()``, ``x.to("cpu").half()``, a dict of those, or a
+    list/dict the saving function builds empty and fills only with those: moved off the device
+    by the saving code."""
+    if _host_copy(obj):
+        return True
+    if isinstance(obj, ast.Dict):
+        return bool(obj.values) and all(v is not None and _host_copy(v) for v in obj.values)
+    if not (isinstance(obj, ast.Name) and fn is not None):
+        return False
+    binds, stored = [], []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name) and t.id == obj.id:
+                    binds.append(n.value)
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == obj.id:
+                    stored.append(n.value)
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+              and n.func.value.id == obj.id and n.func.attr in ("append", "extend", "update", "insert")):
+            stored.append(n.args[-1] if n.func.attr == "append" and n.args else None)
+    empty = all((isinstance(b, (ast.List, ast.Tuple)) and not b.elts) or (isinstance(b, ast.Dict) and not b.keys)
+                or (isinstance(b, ast.Call) and not b.args and _dotted(b.func) in ("list", "dict", "OrderedDict"))
+                for b in binds)
+    return bool(binds) and empty and bool(stored) and all(v is not None and _host_copy(v) for v in stored)
+
+
+_KEEPS_PLACE = frozenset({"detach", "clone", "contiguous", "half", "float", "double", "bfloat16", "to", "state_dict"})
+
+
+def _host_copy(e: ast.AST) -> bool:
+    """A call chain through a move to the host: ``x.cpu()``, ``x.to("cpu").half()``."""
+    while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
+        if e.func.attr == "cpu" and not e.args:
+            return True
+        if e.func.attr == "to" and e.args and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu":
+            return True
+        if e.func.attr not in _KEEPS_PLACE:
+            return False
+        e = e.func.value
+    return False
 
 
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
@@ -681,6 +718,13 @@ def summarize(source: bytes) -> Optional[Summary]:
     raw_saves = []
     loads = False
     flat = list(ast.walk(tree)) if b".save(" in source or b"init_process_group" in source else []
+    saving_fn: dict = {}  # id(call) -> its innermost enclosing function
+    if b".save(" in source:
+        for fn in flat:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for c in ast.walk(fn):
+                    if isinstance(c, ast.Call):
+                        saving_fn[id(c)] = fn  # (walked outer first: an inner function overwrites)
     for node in (flat if b".save(" in source else ()):  # calls matter for saves only
         if isinstance(node, ast.Call):
             if not s.places and _places(node):
@@ -691,7 +735,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             if d in ("torch.save", "torch.jit.save") and node.args:
                 target = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "f"), None)
-                raw_saves.append((target, node.args[0]))
+                raw_saves.append((target, node.args[0], saving_fn.get(id(node))))
     s.script = any(
         isinstance(n, (ast.For, ast.While)) or (isinstance(n, ast.If) and _is_main_test(n.test))
         or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)) for n in _top_level(tree.body))
@@ -704,8 +748,9 @@ def summarize(source: bytes) -> Optional[Summary]:
              for t in n.targets if isinstance(t, ast.Name)} if raw_saves else set()
     passed = _passed_saves(tree) if made_here and raw_saves else set()
     s.saves = [[_save_name(t) if t is not None else None,
-                _host_object(o) or (made_here and id(o) not in passed), _model_state(o, built)]
-               for t, o in raw_saves]
+                _host_object(o, fn) or (made_here and id(o) not in passed), _model_state(o, built),
+                _host_object(o, fn)]
+               for t, o, fn in raw_saves]
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     ensuring: set = set()
     for _ in range(2):  # a function calling one that requires CUDA requires it too
@@ -1558,8 +1603,10 @@ class ProjectIndex:
             all_saves = []
             for p in program - {path}:  # the file's own saves are its own model's business
                 s = self.summary(p) if self._words(p, _SAVE_WORDS) else None
-                for name, host, model in (s.saves if s is not None else ()):
-                    if model:  # a path the code does not spell is a model checkpoint, if anything
+                for name, host, model, explicit in (s.saves if s is not None else ()):
+                    # a path the code does not spell is a model checkpoint, if anything, or
+                    # what the saving code itself moved to the host (`weights.append(w.cpu())`)
+                    if model or explicit:
                         all_saves.append(host)
                     if name:
                         saves.setdefault(name, []).append(host)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import (HostSaves, cache_written_beside, host_used_load, project_holds_host,
+from devlint.analysis.checkpoints import (HostSaves, cache_written_beside, file_name, host_used_load, project_holds_host,
                                           saved_earlier, is_dataset_class, is_dataset_module, is_library_module, is_test_module, only_into_scaler, package_data_path,
                                           path_key)
 from devlint.analysis.style import string_quote
@@ -93,6 +93,11 @@ class LoadWithoutMapLocation(Rule):
         "    def load_network(self, net, path):\n        save_path = path + '.pth'\n"
         "        net.load_state_dict(torch.load(save_path))\n",
         "import torch\ndef f():\n    torch.save(torch.zeros(2), 'c.pt')\n    return torch.load('c.pt')\n",
+        # every save of the file writes host copies (a list filled with `.to("cpu")` weights):
+        # the computed paths it loads are those files
+        "import torch\ndef save_weights(model, path):\n    weights = []\n    for p in model.parameters():\n"
+        "        weights.append(p.detach().to('cpu').half())\n    torch.save(weights, path)\n"
+        "def load_weights(loras):\n    return torch.load(loras)\n",
         # the cache idiom: the file holds what the other branch builds on the host and saves
         "import os\nimport torch\nimport data\nfn = 'corpus.data'\nif os.path.exists(fn):\n    corpus = torch.load(fn)\n"
         "else:\n    corpus = data.Corpus('train.txt')\n    torch.save(corpus, fn)\n",
@@ -127,6 +132,16 @@ class LoadWithoutMapLocation(Rule):
         "    return torch.load(open(path, 'rb'))\n",
     ]
     INVALID = [
+        # a list filled with the parameters themselves (not host copies) may hold device tensors
+        Invalid(
+            "import torch\ndef save_weights(model, path):\n    weights = []\n    for p in model.parameters():\n"
+            "        weights.append(p)\n    torch.save(weights, path)\n"
+            "def load_weights(loras):\n    return torch.load(loras)\n",
+            "import torch\ndef save_weights(model, path):\n    weights = []\n    for p in model.parameters():\n"
+            "        weights.append(p)\n    torch.save(weights, path)\n"
+            "def load_weights(loras):\n    return torch.load(loras, map_location=\"cpu\")\n",
+            unsafe=True,
+        ),
         # a cache whose building branch places the model before saving it holds device tensors
         Invalid(
             "import os\nimport torch\ndef cached(p, model):\n    if os.path.exists(p):\n        sd = torch.load(p)\n"
@@ -274,6 +289,8 @@ class LoadWithoutMapLocation(Rule):
             return  # the same run saved that file a few lines up: it reads back its own tensors
         if cache_written_beside(node, self.t.function or self.ctx.module, self.ctx.module):
             return  # `if exists(p): load(p) else: build; save(v, p)`: a cache of what this code builds on the host
+        if self._host_saves.all_explicit and file_name(node.args[0].value) is None:
+            return  # a computed path, in a file every save of which writes host copies
         if project_holds_host(node.args[0].value, self.facts.project):
             return  # the project saves that file from host data only (another file's save)
         if is_dataset_class(self.t.cls):

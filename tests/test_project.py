@@ -481,3 +481,16 @@ def test_a_none_default_filled_with_cuda_is_judged_as_a_default_across_files(tmp
     assert lint(tmp_path, monkeypatch) == []
     write(tmp_path, {"demo.py": "from feats import get_feature\nprint(get_feature('abc'))\n"})
     assert lint(tmp_path, monkeypatch) == [("feats.py", 5, "DL002")]
+
+
+def test_a_helper_saving_host_copies_makes_the_programs_checkpoints_host(tmp_path, monkeypatch):
+    """A project helper that saves a list it fills with `.to("cpu")` copies writes host data: a
+    script importing it loads such files without a map_location. Its trap: the same helper
+    filling the list with the parameters themselves keeps the finding."""
+    helper = ("import torch\n\ndef save_weights(model, path):\n    weights = []\n    for p in model.parameters():\n"
+              "        weights.append(p.detach().to('cpu').half())\n    torch.save(weights, path)\n")
+    script = ("import sys\nimport torch\nimport lora\n\nweights = torch.load(sys.argv[1])\nprint(len(weights))\n")
+    write(tmp_path, {"lora.py": helper, "merge.py": script})
+    assert lint(tmp_path, monkeypatch, "merge.py") == []
+    write(tmp_path, {"lora.py": helper.replace("p.detach().to('cpu').half()", "p")})
+    assert lint(tmp_path, monkeypatch, "merge.py") == [("merge.py", 5, "DL005")]

@@ -269,6 +269,7 @@ class _Scan(BatchableCSTVisitor):
         self.saving_functions: list = []  # the function (or None: module level) of every torch.save
         self.xla = False  # the file imports torch_xla
         self.scaler_receivers: Set[str] = set()  # dotted targets assigned a GradScaler
+        self.stored: Dict[tuple, list] = {}  # (scope, name) -> values appended/stored into it (None: unknown)
 
     def _scope(self):
         return id(self.functions[-1]) if self.functions else None
@@ -336,6 +337,65 @@ class _Scan(BatchableCSTVisitor):
                 d = dotted(t.target)
                 if d is not None:
                     self.placed.add(d.split(".")[0])
+        for t in node.targets:  # `weights[k] = v`: what a collection holds
+            if isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name):
+                self.stored.setdefault((self._scope(), t.target.value.value), []).append(node.value)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        c = node.value  # `weights.append(v)`: what a collection holds
+        if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name) \
+                and c.func.attr.value in ("append", "extend", "update", "insert"):
+            key = (self._scope(), c.func.value.value)
+            arg = c.args[-1].value if c.args else None
+            self.stored.setdefault(key, []).append(arg if c.func.attr.value == "append" else None)
+
+    def explicit_host(self, obj: cst.BaseExpression, scope) -> bool:
+        """The saving code itself moved the value off the device: ``x.cpu()``, ``x.to("cpu").half()``,
+        a dict of those, or a list/dict built empty and filled only with them."""
+        if _host_copy(obj):
+            return True
+        if isinstance(obj, cst.Dict):
+            return bool(obj.elements) and all(isinstance(e, cst.DictElement) and _host_copy(e.value)
+                                              for e in obj.elements)
+        if not isinstance(obj, cst.Name):
+            return False
+        binds = self.scoped_binds(scope).get(obj.value)
+        stored = self.stored.get((scope, obj.value)) or self.stored.get((None, obj.value))
+        return bool(binds) and bool(stored) and all(_empty_collection(b) for b in binds) \
+            and all(v is not None and _host_copy(v) for v in stored)
+
+
+_KEEPS_PLACE = frozenset({"detach", "clone", "contiguous", "half", "float", "double", "bfloat16", "numpy",
+                          "tolist", "item", "to"})
+
+
+def _host_copy(expr: cst.BaseExpression) -> bool:
+    """``x.cpu()``, ``x.to("cpu")``, ``x.detach().cpu().half()``, ``net.cpu().state_dict()``:
+    a chain that goes through a move to the host (dtype casts after it keep it there)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        name = expr.func.attr.value
+        if name == "cpu" and not expr.args:
+            return True
+        if name == "to" and expr.args and _is_cpu_device(expr.args[0].value):
+            return True
+        if name not in _KEEPS_PLACE and name != "state_dict":
+            return False
+        expr = expr.func.value
+    return False
+
+
+def _is_cpu_device(e: cst.BaseExpression) -> bool:
+    if isinstance(e, cst.SimpleString):
+        return e.evaluated_value == "cpu"
+    return (isinstance(e, cst.Call) and (dotted(e.func) or "").endswith("device") and bool(e.args)
+            and isinstance(e.args[0].value, cst.SimpleString) and e.args[0].value.evaluated_value == "cpu")
+
+
+def _empty_collection(e) -> bool:
+    if isinstance(e, (cst.List, cst.Dict, cst.Tuple)):
+        return not e.elements
+    return isinstance(e, cst.Call) and not e.args and dotted(e.func) in ("list", "dict", "OrderedDict",
+                                                                          "collections.OrderedDict")
 
 
 def _contains_placer(expr: cst.BaseExpression) -> bool:
@@ -360,11 +420,16 @@ class HostSaves:
         # explicitly (`torch.save(x.cpu(), p)`), the author's own statement that it is a host cache
         self.keys: Set[str] = {
             k for k, objs in scan.saves.items()
-            if objs and all(_host_value(o, scan.placed, scan.scoped_binds(sc)) for o, sc in objs)
-            and (k.startswith("str:") or k == BUFFER_KEY or all(_is_cpu_call(o) for o, _ in objs))
+            if objs and all(_host_value(o, scan.placed, scan.scoped_binds(sc)) or scan.explicit_host(o, sc)
+                            for o, sc in objs)
+            and (k.startswith("str:") or k == BUFFER_KEY or all(scan.explicit_host(o, sc) for o, sc in objs))
         }
 
         self.saves_any = bool(scan.saves) or bool(scan.unknown_saves)
+        # every torch.save of the file moves what it saves to the host itself (`w.cpu()`, a list
+        # filled with host copies): the file's convention for what it writes, and so reads
+        self.all_explicit = bool(scan.saves) and not scan.unknown_saves and all(
+            scan.explicit_host(o, sc) for objs in scan.saves.values() for o, sc in objs)
         # a test that writes checkpoints itself (torch.save or a `save_*` helper) reads back what it wrote
         self.writes_any = self.saves_any or scan.save_helpers
         self.xla = scan.xla
