@@ -1601,12 +1601,13 @@ class ProjectIndex:
                         program.add(other)
             saves: dict = {}
             all_saves = []
+            helpers = {t for t, _ in imported}
             for p in program - {path}:  # the file's own saves are its own model's business
                 s = self.summary(p) if self._words(p, _SAVE_WORDS) else None
                 for name, host, model, explicit in (s.saves if s is not None else ()):
-                    # a path the code does not spell is a model checkpoint, if anything, or
-                    # what the saving code itself moved to the host (`weights.append(w.cpu())`)
-                    if model or explicit:
+                    # a path the code does not spell is a model checkpoint, if anything, or what
+                    # a helper this file imports moves to the host itself (`weights.append(w.cpu())`)
+                    if model or (explicit and p in helpers):
                         all_saves.append(host)
                     if name:
                         saves.setdefault(name, []).append(host)

@@ -106,7 +106,7 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool
 
 def cache_written_beside(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool:
     """The cache idiom: ``if os.path.exists(p): x = torch.load(p)`` whose ``else`` builds the
-    value and ``torch.save``\ s it to ``p`` (or ``if not os.path.exists(p): ... torch.save(v, p)``
+    value and saves it to ``p`` (or ``if not os.path.exists(p): ... torch.save(v, p)``
     before the load), building and saving on the host (nothing in that branch places a value
     before the save, or the save moves it off the device itself): the file holds what this
     code writes, host data."""
