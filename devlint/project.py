@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 14
+SUMMARY_VERSION = 15
 
 
 @dataclass(frozen=True)
@@ -77,18 +77,21 @@ class ProjectFacts:
     # by their own names) that put values on a device: move their arguments, return placed
     # tensors, place the model they build. A file calling one deals with devices (DL010)
     placing: frozenset = frozenset()
+    # parameters of this file's functions that every call in the rest of the project fills with a
+    # DataLoader (``"validate.val_loader"``): what a loop over one yields is a host batch
+    loader_params: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
-                or bool(self.extensions) or bool(self.placing))
+                or bool(self.extensions) or bool(self.placing) or bool(self.loader_params))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
-                     sorted(self.placing)))
+                     sorted(self.placing), sorted(self.loader_params)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -1526,17 +1529,20 @@ class ProjectIndex:
                             and (_CUDA_DEFAULT.search(source) or _CUDA_FALLBACK.search(source)) else frozenset())
         # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
         stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
+        # DL003/DL010: a function looping over a parameter its callers elsewhere fill with a DataLoader
+        loader_params = (self._loader_params(path, source) if (b".cuda(" in source or b".to(" in source)
+                         and _LOOPED_PARAM_HINT.search(source) else frozenset())
         imported = None
         placing: frozenset = frozenset()
-        if b"torch" in source and not _PLACES_IN_CODE.search(source) and own.imports:
+        if own.script and own.imports and b"torch" in source and not _PLACES_IN_CODE.search(source):
             # DL010: a file that never spells a device may still place its values, through a
             # project helper (`to_var(x)`, `get_batch(split)`, `Trainer(model)`)
             imported = self.imports(path, own)
-            placing = self._placing_imported(imported)
+            placing = self._placing_imported(imported, source)
         if not (need_cuda or need_ckpt or need_tensor):
             return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached,
-                                stateless_modules=stateless, placing=placing) if (
-                module_bases or defaults_reached or stateless or placing) else NONE
+                                stateless_modules=stateless, placing=placing, loader_params=loader_params) if (
+                module_bases or defaults_reached or stateless or placing or loader_params) else NONE
         imported = self.imports(path, own) if imported is None else imported
         extensions = self._extensions_named(source, imported) if need_cuda else frozenset()
         tensor_functions: set = set()
@@ -1616,52 +1622,134 @@ class ProjectIndex:
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
                             tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached,
-                            stateless_modules=stateless, extensions=extensions, placing=placing)
+                            stateless_modules=stateless, extensions=extensions, placing=placing,
+                            loader_params=loader_params)
 
-    def _placing_imported(self, imported: list) -> frozenset:
-        """The names this file gives project functions/classes that place values (ProjectFacts.placing)."""
+    def _loader_params(self, path: str, source: bytes) -> frozenset:
+        """``"validate.val_loader"`` for each module-level function of this file that loops over
+        a parameter which every call of it in the project's other files fills with a DataLoader
+        (a name bound to ``DataLoader(...)`` there, or the call itself); at least one call."""
+        out = set()
+        for m in _DEF_HEAD.finditer(source):
+            if m.group(1):
+                continue  # methods and nested functions: their callers are not found by name
+            args = _call_text(source, m.end())
+            try:
+                fn = ast.parse(b"def " + m.group(2) + b"(" + args + b"): pass").body[0]
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+            positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+            for a in positional + [a.arg for a in fn.args.kwonlyargs]:
+                if not _LOADER_NAME.search(a.encode()) or not re.search(
+                        rb"^[ \t]+for[ \t][^\n]*,[^\n]*[ \t]in[ \t]+(?:\w+\()*" + a.encode() + rb"\b", source, re.M):
+                    continue  # (a cost gate, batches unpacked in a loop: the callers decide)
+                pos = positional.index(a) if a in positional else None
+                if self._callers_pass_loader(path, fn.name, a, pos):
+                    out.add(f"{fn.name}.{a}")
+        return frozenset(out)
+
+    def _callers_pass_loader(self, path: str, callee: str, param: str, pos: Optional[int]) -> bool:
+        name = callee.encode()
+        files = self._project_files()
+        if len(files) > _WHOLE_PROJECT_FILES:
+            near = os.path.dirname(path) + os.sep
+            files = [f for f in files if f.startswith(near)]
+        seen = False
+        for other in files:
+            if other == path:
+                continue
+            text = self._text(other)
+            if text is None or name not in text[1] or not _call_starts(text[1], name):
+                continue
+            if re.search(rb"^(?:def|class)[ \t]+" + re.escape(name) + rb"\b", text[1], re.M):
+                continue  # that module's own `callee`
+            try:
+                tree = ast.parse(text[1])
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+            loaders = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _is_loader_call(n.value)
+                       for t in n.targets if isinstance(t, ast.Name)}
+            others = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and not _is_loader_call(n.value)
+                      for t in n.targets if isinstance(t, ast.Name)}
+            for n in ast.walk(tree):
+                if not (isinstance(n, ast.Call) and (_dotted(n.func) or "").rsplit(".", 1)[-1] == callee):
+                    continue
+                arg = next((k.value for k in n.keywords if k.arg == param), None)
+                if arg is None and pos is not None and len(n.args) > pos:
+                    arg = n.args[pos]
+                if arg is None or isinstance(arg, ast.Starred) or any(isinstance(x, ast.Starred) for x in n.args):
+                    return False
+                if not (_is_loader_call(arg) or (isinstance(arg, ast.Name) and arg.id in loaders
+                                                 and arg.id not in others)):
+                    return False
+                seen = True
+        return seen
+
+    def _placing_imported(self, imported: list, source: bytes) -> frozenset:
+        """The names this file gives project functions/classes that place values (ProjectFacts.placing):
+        only names it calls are asked about (``to_var(x)``, ``helpers.to_var(x)``)."""
+        called = {m.decode() for m in _CALLED.findall(source)}
         out: set = set()
         for target, names in imported:
             if names == ():
                 continue
-            found = self._placing(target)
-            if found:
-                out |= {a or n for n, a in names if n in found} if names is not None else found
+            if names is None:  # a whole module: the attributes the file calls
+                out |= {n for n in called if self._places_definition(target, n)}
+            else:
+                out |= {a or n for n, a in names if (a or n) in called and self._places_definition(target, n)}
         return frozenset(out)
 
-    def _placing(self, path: str) -> frozenset:
-        """Top-level functions and classes of the module at ``path`` that put a value on a device."""
+    def _places_definition(self, path: str, name: str, depth: int = 2) -> bool:
+        """The module at ``path`` defines ``name`` at its top level, and it chooses a device for
+        a value (``_chooses_placement``), itself or through a function of the same module. Only
+        that definition's text is parsed."""
         text = self._text(path)  # (notes the stamp: kept facts follow an edit of the helper)
-        if text is None or not any(w in text[1] for w in _PLACING_WORDS):
-            return frozenset()
-        key = (path, hashlib.sha1(text[1]).hexdigest())
+        if text is None or name.encode() not in text[1]:
+            return False
+        key = (path, hashlib.sha1(text[1]).hexdigest(), name)
         hit = self._placing_memo.get(key)
         if hit is None:
-            try:
-                tree = ast.parse(text[1])
-            except (SyntaxError, ValueError, MemoryError, RecursionError):
-                tree = None
-            hit = self._placing_memo[key] = _placing_definitions(tree) if tree is not None else frozenset()
+            self._placing_memo[key] = False  # (a recursion through the same name says no)
+            chunk = _top_definition(text[1], name)
+            hit = False
+            if chunk is not None and any(w in chunk for w in _PLACING_WORDS + (b"(",)):
+                try:
+                    node = ast.parse(chunk).body[-1]
+                except (SyntaxError, ValueError, MemoryError, RecursionError, IndexError):
+                    node = None
+                if node is not None:
+                    hit = _chooses_placement(node) or (depth > 0 and any(
+                        self._places_definition(path, c, depth - 1) for c in
+                        {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                        - {name}))
+            self._placing_memo[key] = hit
         return hit
 
 
+def _top_definition(source: bytes, name: str) -> Optional[bytes]:
+    """The text of the top-level ``def name`` / ``class name`` of a module (decorators included),
+    up to the next line that starts at column 0."""
+    m = re.search(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+" + re.escape(name.encode()) + rb"\b", source, re.M)
+    if m is None:
+        return None
+    nxt = _NEXT_TOP.search(source, source.find(b"\n", m.end()) + 1) if b"\n" in source[m.end():] else None
+    return source[m.start():nxt.start() if nxt else len(source)]
+
+
+_NEXT_TOP = re.compile(rb"^[^\s#)\]}]", re.M)  # (a closing bracket at column 0 ends a signature, not the def)
+
+
+_CALLED = re.compile(rb"(?:^|[^\w.])(?:\w+\.)?(\w+)[ \t]*\(", re.M)
+
+
 _PLACING_WORDS = (b".cuda(", b".to(", b"device", b"DataParallel")
+# a module-level function that loops over a parameter named like a data source (a cost gate only)
+_LOOPED_PARAM_HINT = re.compile(rb"^def[ \t]+\w+[ \t]*\([^)]*(?:loader|data|batches|_dl\b|iterator)", re.M | re.I)
+_LOADER_NAME = re.compile(rb"loader|data|batches|_dl$|^dl$|iterator", re.I)
 
 
-def _placing_definitions(tree: ast.Module) -> frozenset:
-    """Top-level functions and classes that place a value on a device anywhere in their body
-    (``.cuda()``, ``.to(device)``, ``device=``, a DataParallel wrapper), or call one of the
-    module's own that does."""
-    tops = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    calls = {name: [c for c in ast.walk(n) if isinstance(c, ast.Call)] for name, n in tops.items()}
-    out = {name for name, n in tops.items() if _chooses_placement(n)}
-    for _ in range(3):
-        more = {name for name, cs in calls.items() if name not in out
-                and any(isinstance(c.func, ast.Name) and c.func.id in out for c in cs)}
-        if not more:
-            break
-        out |= more
-    return frozenset(out)
+def _is_loader_call(v: ast.AST) -> bool:
+    return isinstance(v, ast.Call) and (_dotted(v.func) or "").rsplit(".", 1)[-1] == "DataLoader"
 
 
 def _chooses_placement(node: ast.AST) -> bool:

@@ -494,3 +494,20 @@ def test_a_helper_saving_host_copies_makes_the_programs_checkpoints_host(tmp_pat
     assert lint(tmp_path, monkeypatch, "merge.py") == []
     write(tmp_path, {"lora.py": helper.replace("p.detach().to('cpu').half()", "p")})
     assert lint(tmp_path, monkeypatch, "merge.py") == [("merge.py", 5, "DL005")]
+
+
+VALIDATE = ("import torch\n\ndef validate(val_loader, model):\n    for i, (x, y) in enumerate(val_loader):\n"
+            "        y = y.cuda()\n        out = model(x.cuda())\n        print(out.sum().item(), y.cpu().numpy().sum())\n")
+
+
+def test_a_parameter_every_caller_fills_with_a_dataloader_yields_host_batches(tmp_path, monkeypatch):
+    """DL003's copied-back batch: `validate(val_loader, ...)` is called from another file with a
+    DataLoader, so `y` is a host batch item, moved unchanged and copied back each iteration. Its
+    trap: a caller passing a plain list of tensors says nothing about what the loop yields."""
+    caller = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nfrom function import validate\n\n"
+              "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.ones(4, 1)), batch_size=2)\n"
+              "validate(loader, torch.nn.Linear(2, 1).cuda())\n")
+    write(tmp_path, {"function.py": VALIDATE, "train.py": caller})
+    assert ("function.py", 7, "DL003") in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"train.py": caller.replace("validate(loader,", "validate([(torch.ones(2, 2), torch.ones(2, 1))],")})
+    assert ("function.py", 7, "DL003") not in lint(tmp_path, monkeypatch)

@@ -884,6 +884,9 @@ class ValueModel:
         params = self._params.get(scope, ())
         if name not in params or not isinstance(scope, cst.FunctionDef):
             return False
+        if self._functions.get((None, scope.name.value)) is scope and \
+                f"{scope.name.value}.{name}" in self.names.project.loader_params:
+            return True  # every call in the project's other files passes a DataLoader (devlint.project)
         if (scope, name) in self._loader_asking:
             return False  # a recursive call passes it on: no evidence
         self._loader_asking.add((scope, name))
