@@ -502,6 +502,8 @@ class ContextTracker(BatchableCSTVisitor):
         cls = self._method_of.get(node)
         if not guarded and cls is not None and node.name.value != "__init__":
             guarded = cls in self.guards.guarded_classes  # its __init__ ensures a GPU
+        if not guarded and cls is not None:
+            guarded = cls in self.guards.gpu_classes  # a GPU trainer: DDP with device ids
         if not guarded:
             guarded = node in self.guards.cuda_only_functions  # imports TensorRT, CuPy ...
         if not guarded:

@@ -33,7 +33,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 15
+SUMMARY_VERSION = 16
 
 
 @dataclass(frozen=True)
@@ -80,18 +80,23 @@ class ProjectFacts:
     # parameters of this file's functions that every call in the rest of the project fills with a
     # DataLoader (``"validate.val_loader"``): what a loop over one yields is a host batch
     loader_params: frozenset = frozenset()
+    # bases of this file's classes (as spelled) that are project classes built to train on GPUs:
+    # one of their methods wraps the model in ``DistributedDataParallel(..., device_ids=[...])``
+    # unconditionally, so no instance runs without CUDA
+    gpu_bases: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
-                or bool(self.extensions) or bool(self.placing) or bool(self.loader_params))
+                or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
-                     sorted(self.placing), sorted(self.loader_params)))
+                     sorted(self.placing), sorted(self.loader_params),
+                     sorted(self.gpu_bases)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -1388,6 +1393,39 @@ class ProjectIndex:
                     return self._resolve_class(target, n, depth - 1)
         return None
 
+    def _gpu_bases(self, path: str, source: bytes, imports: list) -> frozenset:
+        """The bases of the file's classes that are project GPU trainers (ProjectFacts.gpu_bases)."""
+        own = _classes(source) if _CLASS_HEAD.search(source) else {}
+        out = set()
+        for info in own.values():
+            for base in info.bases:
+                if base not in own and base not in out and self._gpu_class(path, base):
+                    out.add(base)
+        return frozenset(out)
+
+    def _gpu_class(self, path: str, spelled: str, depth: int = 5) -> bool:
+        """The class ``spelled`` as seen from ``path`` (or one of its project bases) wraps its
+        model in ``DistributedDataParallel(..., device_ids=...)`` unconditionally in a method."""
+        if depth <= 0:
+            return False
+        classes, _aliases = self._class_info(path)
+        head, _, rest = spelled.partition(".")
+        if not rest and spelled in classes:
+            info = classes[spelled]
+            return info.gpu or any(b != spelled and self._gpu_class(path, b, depth - 1) for b in info.bases)
+        for target, names in self.imports(path):
+            if names is None:
+                stem = os.path.splitext(os.path.basename(target))[0]
+                if rest and "." not in rest and stem == head:
+                    return self._gpu_class(target, rest, depth - 1)
+                if not rest and os.path.basename(path) == "__init__.py" and self._gpu_class(target, spelled, depth - 1):
+                    return True  # a package re-exporting a module's names (`from .base import *`)
+                continue
+            for n, a in names:
+                if (a or n) == spelled:
+                    return self._gpu_class(target, n, depth - 1)
+        return False
+
     def _stateless_class(self, path: str, spelled: str, depth: int = 5) -> bool:
         """The class ``spelled`` as seen from ``path`` is an nn.Module with no parameter, buffer
         or stateful submodule, itself or through its project bases (down to exactly nn.Module)."""
@@ -1623,7 +1661,8 @@ class ProjectIndex:
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
                             tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached,
                             stateless_modules=stateless, extensions=extensions, placing=placing,
-                            loader_params=loader_params)
+                            loader_params=loader_params,
+                            gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset())
 
     def _loader_params(self, path: str, source: bytes) -> frozenset:
         """``"validate.val_loader"`` for each module-level function of this file that loops over
@@ -1780,6 +1819,8 @@ def _follows_input(expr: ast.AST) -> bool:
 
 _CLASS_HEAD = re.compile(rb"^class[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:", re.M)
 _TOP_LINE = re.compile(rb"^[^\s#]", re.M)
+# `class Trainer:` (no bases): read only where a GPU-trainer question can be asked of it
+_BARE_CLASS_HEAD = re.compile(rb"^class[ \t]+(\w+)()[ \t]*:", re.M)
 _MOVES_DEF = re.compile(rb"^[ \t]+def[ \t]+(?:_apply|to|cuda|to_empty)[ \t]*\(", re.M)
 _REGISTERS = re.compile(rb"register_(?:buffer|parameter)\(\s*[\"']([A-Za-z_]\w*)[\"']")
 _SELF_ASSIGN = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
@@ -1794,6 +1835,7 @@ class _ClassInfo:
     moves: bool  # defines _apply / to / cuda
     owned: frozenset  # names given to register_buffer / register_parameter, or assigned on self
     stateless: bool = False  # holds no parameter, buffer or stateful submodule of its own (see _stateless)
+    gpu: bool = False  # a method wraps the model in DistributedDataParallel(device_ids=...) unconditionally
 
 
 # what gives a module state of its own: a parameter, a buffer, a container of submodules
@@ -1843,7 +1885,8 @@ def classes_of(source: bytes) -> dict:
 def _classes(source: bytes) -> dict:
     """Top-level classes of a module: name -> _ClassInfo."""
     out = {}
-    heads = list(_CLASS_HEAD.finditer(source))
+    heads = list(_CLASS_HEAD.finditer(source)) + (list(_BARE_CLASS_HEAD.finditer(source))
+                                                   if b"DistributedDataParallel" in source else [])
     for m in heads:
         end = len(source)
         nxt = _TOP_LINE.search(source, m.end())
@@ -1853,14 +1896,31 @@ def _classes(source: bytes) -> dict:
             end = nxt.start()
         body = source[m.end():end]
         bases = []
-        for part in m.group(2).decode("utf-8", "replace").split(","):
+        for part in (m.group(2) or b"").decode("utf-8", "replace").split(","):
             part = " ".join(part.split())
             if part and "=" not in part and re.fullmatch(r"[\w.]+", part):
                 bases.append(part)
         owned = set(_REGISTERS.findall(body)) | set(_SELF_ASSIGN.findall(body))
         out[m.group(1).decode()] = _ClassInfo(bases, _MOVES_DEF.search(body) is not None,
-                                              frozenset(x.decode() for x in owned), _stateless(body))
+                                              frozenset(x.decode() for x in owned), _stateless(body),
+                                              _gpu_ddp(body))
     return out
+
+
+# a statement of a method body (not inside an if/for/with) that builds DistributedDataParallel
+_METHOD_DDP = re.compile(rb"^( {8}|\t\t)[^\s#][^\n]*DistributedDataParallel\(", re.M)
+
+
+def _gpu_ddp(body: bytes) -> bool:
+    """A method statement ``self.model = DistributedDataParallel(..., device_ids=[...])``: DDP
+    takes device ids only for a module on GPUs."""
+    if b"DistributedDataParallel" not in body or b"device_ids" not in body:
+        return False
+    for m in _METHOD_DDP.finditer(body):
+        args = _call_text(body, m.end())
+        if re.search(rb"device_ids[ \t]*=[ \t]*(?!None\b)\S", args):
+            return True
+    return False
 
 
 def _torch_aliases(source: bytes, imports: list) -> dict:

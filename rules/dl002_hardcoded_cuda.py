@@ -175,6 +175,10 @@ class HardcodedCuda(Rule):
         # a `None` default filled with CUDA in the body is judged as a default: no call leaves it
         "import torch\ndef feature(n, device=None):\n    if device is None:\n        device = 'cuda'\n"
         "    return torch.ones(n).to(device)\ndef run(dev):\n    return feature(3, dev)\n",
+        # a trainer one of whose methods always wraps the model in DDP with device ids runs on GPUs only
+        "import torch\nfrom torch import nn\nclass Trainer:\n    def __init__(self, model):\n"
+        "        self.model = model.cuda()\n    def prep(self, rank):\n"
+        "        self.model = nn.parallel.DistributedDataParallel(self.model, device_ids=[rank])\n",
         # a script's device constant that nothing reads places nothing
         "import torch\nDEVICE = 'cuda:0'\ndef main():\n    print(torch.ones(2))\nif __name__ == '__main__':\n    main()\n",
         # ... nor an activation whatever its settings, nor a name bound only to such a loss
@@ -280,6 +284,11 @@ class HardcodedCuda(Rule):
                 "if FAST:\n    x = x.cuda()\n",
                 "import torch\nimport sys\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
                 "FAST = True if sys.argv[1] == 'fast' else False\nx = torch.ones(2)\nif FAST:\n    x = x.to(device)\n"),
+        # ... but one that wraps it only when asked to run distributed may run on the CPU
+        Invalid("import torch\nfrom torch import nn\nclass Trainer:\n    def __init__(self, model, distributed):\n"
+                "        self.model = model.cuda()\n        self.distributed = distributed\n    def prep(self, rank):\n"
+                "        if self.distributed:\n"
+                "            self.model = nn.parallel.DistributedDataParallel(self.model, device_ids=[rank])\n"),
         # a call that leaves the `None` default reaches the CUDA fallback
         Invalid("import torch\ndef feature(n, device=None):\n    if not device:\n        device = 'cuda'\n"
                 "    return torch.ones(n).to(device)\nprint(feature(3))\n",

@@ -511,3 +511,23 @@ def test_a_parameter_every_caller_fills_with_a_dataloader_yields_host_batches(tm
     assert ("function.py", 7, "DL003") in lint(tmp_path, monkeypatch)
     write(tmp_path, {"train.py": caller.replace("validate(loader,", "validate([(torch.ones(2, 2), torch.ones(2, 1))],")})
     assert ("function.py", 7, "DL003") not in lint(tmp_path, monkeypatch)
+
+
+GPU_TRAINER = ("import torch\nfrom torch import nn\n\nclass Trainer:\n    def __init__(self, model):\n"
+               "        self.model = model\n\n    def prep_for_training(self, rank):\n"
+               "        self.model = nn.parallel.DistributedDataParallel(\n            self.model.cuda(),\n"
+               "            device_ids=[rank],\n        )\n")
+SUBCLASS = ("import torch\nfrom trainer import Trainer\n\nclass ClsTrainer(Trainer):\n"
+            "    def validate(self, loader):\n        for x, y in loader:\n"
+            "            print(self.model(x.cuda()).argmax(1).eq(y.cuda()).sum().item())\n")
+
+
+def test_a_subclass_of_a_project_gpu_trainer_runs_on_gpus_only(tmp_path, monkeypatch):
+    """A base trainer in another file that always wraps the model in DDP with device ids cannot
+    run without CUDA, and neither can its subclasses. Its trap: a base that wraps only when
+    asked to run distributed keeps the subclass's findings."""
+    write(tmp_path, {"trainer.py": GPU_TRAINER, "cls_trainer.py": SUBCLASS})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "cls_trainer.py"] == []
+    write(tmp_path, {"trainer.py": GPU_TRAINER.replace("        self.model = nn.parallel", "        if rank >= 0:\n"
+                                                        "            self.model = nn.parallel")})
+    assert [f[2] for f in lint(tmp_path, monkeypatch) if f[0] == "cls_trainer.py"] == ["DL002", "DL002"]

@@ -752,6 +752,10 @@ class GuardModel:
         self.gpu_marks: set = set()  # names bound to a GPU-requiring mark/decorator
         self.ensuring: set = set()  # function / class / method names whose call ensures CUDA
         self.guarded_classes: set = set()  # ClassDef nodes whose __init__ ensures CUDA
+        # ClassDef nodes built to train on GPUs (every method, __init__ included, is CUDA-only):
+        # a method wraps the model in DistributedDataParallel(device_ids=...) unconditionally,
+        # or a base (this file's or the project's) does
+        self.gpu_classes: set = set()
         self.cuda_extension = False  # an autograd.Function feeding a compiled CUDA kernel
         self.cuda_only_functions: set = set()  # FunctionDefs that import a CUDA-only package
         self.file_guarded = False
@@ -812,10 +816,27 @@ class GuardModel:
         for c in classes:
             if self._declares_cuda_availability(c):
                 self.guarded_classes.add(c)
+        if b"DistributedDataParallel" in f.source or f.project.gpu_bases:
+            self._gpu_trainers(classes)
         if _names_launcher(f):
             self._gpu_launched(module, classes)
         # every project script that imports this module requires CUDA (devlint.project)
         self.file_guarded = self.file_guarded or self.cuda_extension or f.project.cuda_only
+
+    def _gpu_trainers(self, classes: list) -> None:
+        f = self.facts
+        by_name = {c.name.value: c for c in classes}
+        for c in classes:
+            if any(dotted(b.value) in f.project.gpu_bases for b in c.bases) or any(
+                    _ddp_with_device_ids(f, st) for m in c.body.body if isinstance(m, cst.FunctionDef)
+                    and isinstance(m.body, cst.IndentedBlock) for st in m.body.body):
+                self.gpu_classes.add(c)
+        for _ in range(3):  # a class of this file deriving one
+            more = {c for c in classes if c not in self.gpu_classes and any(
+                by_name.get(dotted(b.value) or "") in self.gpu_classes for b in c.bases)}
+            if not more:
+                break
+            self.gpu_classes |= more
 
     def _gpu_launched(self, module: cst.Module, classes: list) -> None:
         """``class Lite(LightningLite)`` whose every construction in the file asks for GPUs
@@ -934,6 +955,18 @@ class GuardModel:
             if root.split(".")[0] in ext:
                 return True
         return False
+
+
+def _ddp_with_device_ids(facts, st: cst.CSTNode) -> bool:
+    """``st`` (a simple statement) builds ``DistributedDataParallel(..., device_ids=[...])``."""
+    if not isinstance(st, cst.SimpleStatementLine):
+        return False
+    for n in nodes(st):
+        if type(n) is cst.Call and (dotted(n.func) or "").endswith("DistributedDataParallel"):
+            ids = call_arg(n, None, "device_ids")
+            if ids is not None and not (isinstance(ids.value, cst.Name) and ids.value.value == "None"):
+                return True
+    return False
 
 
 def _returned(fn: cst.FunctionDef) -> cst.BaseExpression:
