@@ -24,6 +24,7 @@ asked across files; a new one is a field of :class:`ProjectFacts`, a line of
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -1396,10 +1397,18 @@ class ProjectIndex:
     def _gpu_bases(self, path: str, source: bytes, imports: list) -> frozenset:
         """The bases of the file's classes that are project GPU trainers (ProjectFacts.gpu_bases)."""
         own = _classes(source) if _CLASS_HEAD.search(source) else {}
+        if not own:
+            return frozenset()
+        aliases = _torch_aliases(source, imports)
+        imported = set(aliases) | {a or n for _m, level, names in imports if level for n, a in names}
         out = set()
         for info in own.values():
             for base in info.bases:
-                if base not in own and base not in out and self._gpu_class(path, base):
+                root = base.split(".")[0]
+                if base in own or base in out or root not in imported or aliases.get(root, "").startswith(
+                        _LIBRARY_ROOTS):
+                    continue  # a class of this file (its own model answers), a builtin, a library's
+                if self._gpu_class(path, base):
                     out.add(base)
         return frozenset(out)
 
@@ -1882,8 +1891,9 @@ def classes_of(source: bytes) -> dict:
     return _classes(source)
 
 
+@functools.lru_cache(maxsize=64)
 def _classes(source: bytes) -> dict:
-    """Top-level classes of a module: name -> _ClassInfo."""
+    """Top-level classes of a module: name -> _ClassInfo (shared: read it, do not change it)."""
     out = {}
     heads = list(_CLASS_HEAD.finditer(source)) + (list(_BARE_CLASS_HEAD.finditer(source))
                                                    if b"DistributedDataParallel" in source else [])
