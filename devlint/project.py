@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 16
+SUMMARY_VERSION = 17
 
 
 @dataclass(frozen=True)
@@ -562,7 +562,7 @@ def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None) -> bool:
     if _host_copy(obj):
         return True
     if isinstance(obj, ast.Dict):
-        return bool(obj.values) and all(v is not None and _host_copy(v) for v in obj.values)
+        return bool(obj.values) and all(v is not None and (_host_copy(v) or _plain_number(v)) for v in obj.values)
     if not (isinstance(obj, ast.Name) and fn is not None):
         return False
     binds, stored = [], []
@@ -580,6 +580,22 @@ def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None) -> bool:
                 or (isinstance(b, ast.Call) and not b.args and _dotted(b.func) in ("list", "dict", "OrderedDict"))
                 for b in binds)
     return bool(binds) and empty and bool(stored) and all(v is not None and _host_copy(v) for v in stored)
+
+
+def _plain_number(e: ast.AST) -> bool:
+    """``epoch + 1``, ``0.5``, ``"resnet"``, ``len(x)``, ``loss.item()``: a Python number or string,
+    no tensor (a name alone is not: it may hold anything)."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, (int, float, str, bool)) or e.value is None
+    if isinstance(e, ast.BinOp):
+        sides = (e.left, e.right)
+        return any(isinstance(x, ast.Constant) and isinstance(x.value, (int, float)) for x in sides) and all(
+            isinstance(x, (ast.Name, ast.Attribute)) or _plain_number(x) for x in sides)
+    if isinstance(e, ast.Call):
+        if isinstance(e.func, ast.Name) and e.func.id in ("int", "float", "len", "round", "str", "bool"):
+            return True
+        return isinstance(e.func, ast.Attribute) and e.func.attr in ("item", "tolist") and not e.args
+    return False
 
 
 _KEEPS_PLACE = frozenset({"detach", "clone", "contiguous", "half", "float", "double", "bfloat16", "to", "state_dict"})

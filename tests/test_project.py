@@ -531,3 +531,17 @@ def test_a_subclass_of_a_project_gpu_trainer_runs_on_gpus_only(tmp_path, monkeyp
     write(tmp_path, {"trainer.py": GPU_TRAINER.replace("        self.model = nn.parallel", "        if rank >= 0:\n"
                                                         "            self.model = nn.parallel")})
     assert [f[2] for f in lint(tmp_path, monkeypatch) if f[0] == "cls_trainer.py"] == ["DL002", "DL002"]
+
+
+def test_a_checkpoint_of_python_numbers_saved_by_a_helper_is_host_data(tmp_path, monkeypatch):
+    """`torch.save({'epoch': epoch + 1}, join(path, 'misc.pt'))` in a helper writes Python numbers:
+    a script loading 'misc.pt' needs no map_location. Its trap: a dict holding a tensor name."""
+    helper = ("import os\nimport torch\n\ndef save_checkpoint(model, epoch, path):\n"
+              "    torch.save(model, os.path.join(path, 'model.pt'))\n"
+              "    torch.save({'epoch': epoch + 1}, os.path.join(path, 'misc.pt'))\n")
+    script = ("import os\nimport torch\nfrom utils import save_checkpoint\n\n"
+              "epoch = torch.load(os.path.join('ckpt', 'misc.pt'))['epoch']\nprint(epoch)\n")
+    write(tmp_path, {"utils.py": helper, "train.py": script})
+    assert lint(tmp_path, monkeypatch, "train.py") == []
+    write(tmp_path, {"utils.py": helper.replace("{'epoch': epoch + 1}", "{'epoch': epoch + 1, 'best': best}")})
+    assert lint(tmp_path, monkeypatch, "train.py") == [("train.py", 5, "DL005")]
