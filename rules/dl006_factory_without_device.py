@@ -164,6 +164,10 @@ class FactoryWithoutDevice(Rule):
         "    def forward(self, x, y=torch.zeros(3)):\n        return x + y\n",
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, g):\n        return x + torch.rand(3, generator=g)\n",
+        # tensors of Python token ids, padded together on the host and moved by the next statement
+        "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pad_sequence\nclass LM(nn.Module):\n"
+        "    def forward(self, x, lens, device):\n        t = [torch.tensor([0] * int(n)) for n in lens]\n"
+        "        t = pad_sequence(t, batch_first=True).to(device)\n        return x, t\n",
         # cast, then placed at once; placed by the next statement
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x):\n        i = torch.arange(x.size(0)).long().cuda()\n"
@@ -208,6 +212,19 @@ class FactoryWithoutDevice(Rule):
         "        return x + t\n",
     ]
     INVALID = [
+        # padded together but never placed: mixes with the embedding's output on a GPU
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pad_sequence\nclass LM(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.emb = nn.Embedding(10, 4)\n"
+            "    def forward(self, x, lens):\n        t = [torch.tensor([0] * int(n)) for n in lens]\n"
+            "        return self.emb(x) + pad_sequence(t, batch_first=True)\n",
+            "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pad_sequence\nclass LM(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.emb = nn.Embedding(10, 4)\n"
+            "    def forward(self, x, lens):\n"
+            "        t = [torch.tensor([0] * int(n), device=next(self.parameters()).device) for n in lens]\n"
+            "        return self.emb(x) + pad_sequence(t, batch_first=True)\n",
+            unsafe=True,
+        ),
         # wrapped the same way but never placed: mixes with `hidden` on a GPU
         Invalid("import torch\nfrom torch import nn\nfrom torch.autograd import Variable\n"
                 "class Attn(nn.Module):\n    def forward(self, hidden, outs):\n"

@@ -328,6 +328,12 @@ class _Flow:
                     return False
                 names.append(tgt.value)
             return None
+        if isinstance(p, (cst.ListComp, cst.GeneratorExp)) and p.elt is top:
+            return self._way_out(p, names, follow_return)  # `[torch.tensor(ids) for ids in batch]`: the list goes on
+        if isinstance(p, cst.Arg) and p.keyword is None and isinstance(up(p), cst.Call) and \
+                (dotted(up(p).func) or "").rsplit(".", 1)[-1] in _GATHERS and \
+                [a for a in up(p).args if a.keyword is None] == [p]:
+            return self._way_out(up(p), names, follow_return)  # `pad_sequence(targets)`: padded on the host, goes on
         if isinstance(p, cst.AugAssign) and p.value is top:
             if isinstance(p.target, cst.Name) and p.target.value in self.host:
                 names.append(p.target.value)
@@ -378,6 +384,10 @@ class _Flow:
                     return False
                 placed |= bool(r)
         return placed
+
+
+# torch functions that gather a list of host tensors into one on the host
+_GATHERS = frozenset({"pad_sequence", "stack", "cat", "concat", "vstack", "hstack"})
 
 
 def _data_factory(call: cst.Call) -> bool:

@@ -22,7 +22,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.syntax import bound_names, names_read
+from devlint.syntax import bound_names, dotted, names_read
 from devlint.walk import children, nodes
 
 # methods between a factory and its move that keep the tensor where it is
@@ -414,8 +414,12 @@ class FunctionUsage:
         return None
 
     def moved_next(self, call: cst.CSTNode) -> bool:
-        """``n = factory(...)`` whose next statement moves ``n`` (``n = n.cuda()``, maybe under ``if``)."""
+        """``n = factory(...)`` whose next statement moves ``n`` (``n = n.cuda()``, maybe under ``if``);
+        ``n = [factory(...) for ...]`` whose next statement moves it gathered (``pad_sequence(n).to(d)``)."""
         call = self.chain_top(call)
+        comp = self._up(call)
+        if isinstance(comp, (cst.ListComp, cst.GeneratorExp)) and comp.elt is call:
+            call = comp
         bound = self.bound_name(call)
         if bound is None:
             return False
@@ -491,8 +495,17 @@ def _is_move_of(small: cst.CSTNode, name: str) -> bool:
     if not (isinstance(t, cst.Name) and t.value == name and isinstance(v, cst.Call)):
         return False
     f = v.func
-    return (isinstance(f, cst.Attribute) and f.attr.value in MOVES
-            and isinstance(factory_of_chain(f.value), cst.Name) and factory_of_chain(f.value).value == name)
+    if not (isinstance(f, cst.Attribute) and f.attr.value in MOVES):
+        return False
+    moved = factory_of_chain(f.value)
+    if isinstance(moved, cst.Call) and (dotted(moved.func) or "").rsplit(".", 1)[-1] in _GATHERS:
+        positional = [a for a in moved.args if a.keyword is None]
+        moved = positional[0].value if len(positional) == 1 else None  # `pad_sequence(n, batch_first=True)`
+    return isinstance(moved, cst.Name) and moved.value == name
+
+
+# torch functions that gather a list of tensors into one (on the device of their inputs)
+_GATHERS = frozenset({"pad_sequence", "stack", "cat", "concat", "vstack", "hstack"})
 
 
 def _assigned_elsewhere(root: cst.CSTNode, name: str, assign: cst.Assign) -> set:
