@@ -146,6 +146,15 @@ class UnregisteredTensorAttribute(Rule):
         "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n    def __init__(self, n):\n"
         "        super().__init__()\n        self.weights = torch.FloatTensor([0.32 / 2 ** s for s in range(n)])\n"
         "    def forward(self, outs):\n        return sum(self.weights[i] * o.mean() for i, o in enumerate(outs))\n",
+        # filled in while building it, then only used moved; a subclass's value read moved by the base
+        "import torch\nfrom torch import nn\nclass Sine(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.ini = torch.rand(1, 9)\n        self.ini[:, 0] = 0\n"
+        "    def forward(self, x):\n        return x + self.ini.to(x.device)\n"
+        "class Base(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+        "        self.window = torch.hann_window(n)\n    def spec(self, x):\n"
+        "        return torch.stft(x, 16, window=self.window.to(x.device), return_complex=True)\n"
+        "class Child(Base):\n    def __init__(self, n):\n        super().__init__(n)\n"
+        "        self.window = torch.hann_window(2 * n)\n",
     ]
     INVALID = [
         # ... but a row of a 2-D table is a tensor of its own, on the CPU
@@ -231,6 +240,7 @@ class UnregisteredTensorAttribute(Rule):
         self.branches: list = []  # (If, "body"/"orelse") enclosing the node, innermost last
         self.candidate_branches: dict = {}  # candidate node -> its enclosing if-branches
         self.reads: dict = {}  # cls -> {attr: [mentions of self.<attr>, of them `self.<attr>.to(...)`]}
+        self.filled: dict = {}  # cls -> {attr: `self.<attr>[...] = v` writes in __init__ (building it)}
         self.used_after_init: dict = {}  # cls -> attrs some method besides __init__ mentions
 
     # ---- helpers -------------------------------------------------------------------------
@@ -294,6 +304,11 @@ class UnregisteredTensorAttribute(Rule):
         is_param = (isinstance(node.value, cst.Call)
                     and self.facts.qualname(node.value.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"))
         for tgt in node.targets:
+            t = tgt.target
+            if (self.t.method.name.value == "__init__" and isinstance(t, cst.Subscript)
+                    and isinstance(t.value, cst.Attribute) and self._self_attr(t.value) is not None):
+                filled = self.filled.setdefault(self.t.cls, {})
+                filled[t.value.attr.value] = filled.get(t.value.attr.value, 0) + 1
             for el in _flatten(tgt.target):
                 attr = self._self_attr(el)
                 if attr is not None:
@@ -372,8 +387,11 @@ class UnregisteredTensorAttribute(Rule):
             if (attr not in self.used_after_init.get(cls, ()) and attr not in self.param_rebinds.get(cls, {})
                     and mentions > self.assigned.get(cls, {}).get(attr, 0) == 1):
                 continue  # read only by `__init__`, to build something else: no method meets it later
-            if moved and mentions - moved == self.assigned.get(cls, {}).get(attr, 0):
+            filled = self.filled.get(cls, {}).get(attr, 0)  # `self.x[:, 0] = 0` while building it
+            if moved and mentions - moved - filled == self.assigned.get(cls, {}).get(attr, 0):
                 continue  # every use moves it to where it is needed: `self.window.to(x.device)`
+            if self._base_moves_it(cls, attr, by_name):
+                continue  # a base class of the file assigns it too and only uses it moved
             if (elements and mentions - elements == self.assigned.get(cls, {}).get(attr, 0)
                     and isinstance(node, (cst.Assign, cst.AnnAssign)) and self._flat_literal(node.value)):
                 continue  # a 1-D table of numbers read one element at a time: scalars on any device
@@ -407,6 +425,20 @@ class UnregisteredTensorAttribute(Rule):
                 )
                 fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
             self.report(node, msg, fix)
+
+    def _base_moves_it(self, cls: cst.ClassDef, attr: str, by_name: dict) -> bool:
+        """A base class of this file that assigns ``attr`` in its own ``__init__`` and whose
+        methods only ever use it moved (``self.window.to(x.device)``): the subclass's value is
+        read by those inherited methods the same way."""
+        for base in cls.bases:
+            parent = by_name.get(dotted(base.value) or "")
+            if parent is None or parent is cls:
+                continue
+            mentions, moved, _ = self.reads.get(parent, {}).get(attr, (0, 0, 0))
+            if self.assigned.get(parent, {}).get(attr) and moved and \
+                    mentions - moved - self.filled.get(parent, {}).get(attr, 0) == self.assigned[parent][attr]:
+                return True
+        return False
 
     def _flat_literal(self, value: Optional[cst.BaseExpression]) -> bool:
         """``torch.FloatTensor([w / 2 ** s for s in range(n)])``, ``torch.tensor([0.5, 0.25])``: a
