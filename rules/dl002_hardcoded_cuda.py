@@ -179,6 +179,16 @@ class HardcodedCuda(Rule):
         "import torch\nfrom torch import nn\nclass Trainer:\n    def __init__(self, model):\n"
         "        self.model = model.cuda()\n    def prep(self, rank):\n"
         "        self.model = nn.parallel.DistributedDataParallel(self.model, device_ids=[rank])\n",
+        # a branch that runs an NCCL collective, in a program whose process group is NCCL only
+        "import torch\nimport torch.distributed as dist\ndef setup(rank, n):\n"
+        "    dist.init_process_group('nccl', rank=rank, world_size=n)\nclass Log:\n"
+        "    def __init__(self, distributed):\n        self.distributed = distributed\n"
+        "    def total(self, v):\n        if self.distributed:\n            v = torch.tensor(v).cuda()\n"
+        "            dist.reduce(v, dst=0)\n        return v\n",
+        # a function's local, or a script's attribute, that nothing reads places nothing
+        "import argparse\nimport torch\ndef main():\n    args = argparse.ArgumentParser().parse_args()\n"
+        "    args.device = 'cuda:0'\n    dev = 'cuda'\n    print(torch.ones(2))\n"
+        "if __name__ == '__main__':\n    main()\n",
         # a script's device constant that nothing reads places nothing
         "import torch\nDEVICE = 'cuda:0'\ndef main():\n    print(torch.ones(2))\nif __name__ == '__main__':\n    main()\n",
         # ... nor an activation whatever its settings, nor a name bound only to such a loss
@@ -289,6 +299,12 @@ class HardcodedCuda(Rule):
                 "        self.model = model.cuda()\n        self.distributed = distributed\n    def prep(self, rank):\n"
                 "        if self.distributed:\n"
                 "            self.model = nn.parallel.DistributedDataParallel(self.model, device_ids=[rank])\n"),
+        # ... which with a gloo group may run on the CPU
+        Invalid("import torch\nimport torch.distributed as dist\ndef setup(rank, n):\n"
+                "    dist.init_process_group('gloo', rank=rank, world_size=n)\nclass Log:\n"
+                "    def __init__(self, distributed):\n        self.distributed = distributed\n"
+                "    def total(self, v):\n        if self.distributed:\n            v = torch.tensor(v).cuda()\n"
+                "            dist.reduce(v, dst=0)\n        return v\n"),
         # a call that leaves the `None` default reaches the CUDA fallback
         Invalid("import torch\ndef feature(n, device=None):\n    if not device:\n        device = 'cuda'\n"
                 "    return torch.ones(n).to(device)\nprint(feature(3))\n",
@@ -484,12 +500,22 @@ class HardcodedCuda(Rule):
         self.report(node, msg, fix)
 
     def _never_read(self, name: str) -> bool:
-        """``DEVICE = "cuda:0"`` at the top of a script (a ``__main__`` block: no other module
-        imports its names) that no line of the file reads."""
-        module = self.ctx.module
+        """``DEVICE = "cuda:0"`` / ``args.device = "cuda:0"`` that no line reads: a function's
+        local nothing else in the function mentions, or, in a script (a ``__main__`` block: no
+        other module imports its names), a module name or attribute no line of the file reads."""
+        module, fn = self.ctx.module, self.t.function
+        if "." not in name and fn is not None:
+            if any(type(n) in (cst.Global, cst.Nonlocal) for n in nodes(fn, into_scopes=True)):
+                return False
+            return sum(1 for n in nodes(fn, into_scopes=True) if type(n) is cst.Name and n.value == name) == 1
         if not any(is_main_guard(st) for st in module.body):
             return False
-        return sum(1 for n in nodes(module, into_scopes=True) if type(n) is cst.Name and n.value == name) == 1
+        if "." not in name:
+            return sum(1 for n in nodes(module, into_scopes=True) if type(n) is cst.Name and n.value == name) == 1
+        last = name.rsplit(".", 1)[-1]
+        return sum(1 for n in nodes(module, into_scopes=True) if type(n) is cst.Attribute and n.attr.value == last
+                   and dotted(n) == name) == 1 and not any(  # nor by its name: `getattr(args, "device")`
+            type(n) is cst.SimpleString and string_value(n) == last for n in nodes(module, into_scopes=True))
 
     def _unused_test_device(self) -> bool:
         """A test's local `dev = torch.device("cuda:1")` that never reaches a placement."""
@@ -702,8 +728,8 @@ class HardcodedCuda(Rule):
                 self._handled.add(node.value)
                 if guards.checked_later(self.facts, self.t.function, d, self.t.statement):
                     return  # validated against availability before the function returns it
-                if self.t.function is None and isinstance(t.target, cst.Name) and self._never_read(d):
-                    return  # a script's constant nothing reads places nothing
+                if self._never_read(d):
+                    return  # a value nothing reads places nothing
                 param = fallback_param(self.t.function, node)
                 if param is not None and not self._default_reached(self.t.function, param):
                     return  # `if not device: device = "cuda"`: a default no caller in the project leaves

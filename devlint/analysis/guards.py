@@ -1006,6 +1006,10 @@ def _calls(node: cst.CSTNode):
 # the process group: a program whose only process group is NCCL runs distributed only on GPUs
 # ---------------------------------------------------------------------------------
 
+_COLLECTIVES = frozenset({"all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "gather",
+                          "scatter", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single"})
+
+
 class DistributedModel:
     """What the file says about ``torch.distributed`` (``distributed_model(facts)``, once per file).
 
@@ -1041,6 +1045,7 @@ class DistributedModel:
             self.nccl_only = facts.project.nccl_only
             if self.nccl_only:
                 self._functions(facts)
+                self._collective_flags(facts, [n for n in nodes(facts.module, into_scopes=True) if type(n) is cst.If])
             return
         module = facts.module
         inits: list = []
@@ -1083,6 +1088,20 @@ class DistributedModel:
                 self.nccl_flags.add(d)
         for fn in funcs:
             self._classify(facts, fn)
+        self._collective_flags(facts, ifs)
+
+    def _collective_flags(self, facts, ifs: list) -> None:
+        """``if self.distributed: avg = t.cuda(); dist.reduce(avg, dst=0)``: in a program whose
+        process groups are NCCL only, a flag whose branch runs a collective selects a GPU branch."""
+        for node in ifs:
+            d = dotted(node.test) if isinstance(node.test, (cst.Name, cst.Attribute)) else None
+            if d is None or not isinstance(node.body, cst.IndentedBlock):
+                continue
+            for n in nodes(node.body):
+                if type(n) is cst.Call and (facts.qualname(n.func) or "").startswith("torch.distributed.") and \
+                        (facts.qualname(n.func) or "").rsplit(".", 1)[-1] in _COLLECTIVES:
+                    self.nccl_flags.add(d)
+                    break
 
     def _pinned_group(self, facts, block: cst.IndentedBlock) -> None:
         """A block (with the ``try`` bodies in it) that both starts a process group and calls
