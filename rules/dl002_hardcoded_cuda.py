@@ -500,22 +500,29 @@ class HardcodedCuda(Rule):
         self.report(node, msg, fix)
 
     def _never_read(self, name: str) -> bool:
-        """``DEVICE = "cuda:0"`` / ``args.device = "cuda:0"`` that no line reads: a function's
-        local nothing else in the function mentions, or, in a script (a ``__main__`` block: no
-        other module imports its names), a module name or attribute no line of the file reads."""
+        """``DEVICE = "cuda:0"`` / ``args.device = "cuda:0"`` that no line reads (assigned, maybe
+        again, but never read): a function's local, or, in a script (a ``__main__`` block: no
+        other module imports its names), a module name or attribute of the file."""
         module, fn = self.ctx.module, self.t.function
-        if "." not in name and fn is not None:
-            if any(type(n) in (cst.Global, cst.Nonlocal) for n in nodes(fn, into_scopes=True)):
-                return False
-            return sum(1 for n in nodes(fn, into_scopes=True) if type(n) is cst.Name and n.value == name) == 1
-        if not any(is_main_guard(st) for st in module.body):
+        local = "." not in name and fn is not None
+        if not local and not any(is_main_guard(st) for st in module.body):
             return False
-        if "." not in name:
-            return sum(1 for n in nodes(module, into_scopes=True) if type(n) is cst.Name and n.value == name) == 1
+        root = fn if local else module
+        everything = list(nodes(root, into_scopes=True))
+        if any(type(n) in (cst.Global, cst.Nonlocal) for n in everything):
+            return False
+        written = {id(t.target) for n in everything if type(n) is cst.Assign for t in n.targets}
         last = name.rsplit(".", 1)[-1]
-        return sum(1 for n in nodes(module, into_scopes=True) if type(n) is cst.Attribute and n.attr.value == last
-                   and dotted(n) == name) == 1 and not any(  # nor by its name: `getattr(args, "device")`
-            type(n) is cst.SimpleString and string_value(n) == last for n in nodes(module, into_scopes=True))
+        for n in everything:
+            if id(n) in written:
+                continue
+            if "." not in name and type(n) is cst.Name and n.value == name:
+                return False
+            if "." in name and type(n) is cst.Attribute and n.attr.value == last and dotted(n) == name:
+                return False
+            if "." in name and type(n) is cst.SimpleString and string_value(n) == last:
+                return False  # read by its name: `getattr(args, "device")`
+        return True
 
     def _unused_test_device(self) -> bool:
         """A test's local `dev = torch.device("cuda:1")` that never reaches a placement."""
