@@ -26,7 +26,9 @@ def names_in(node: cst.CSTNode) -> set:
     return {n.value for n in nodes(node) if isinstance(n, cst.Name)}
 
 
-_READ_BACK = frozenset({"cpu", "numpy", "tolist"})
+_READ_BACK = frozenset({"cpu", "numpy", "tolist", "item"})
+# reductions of a tensor the host already holds: computed there, nothing needs to come back
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "count_nonzero", "any", "all"})
 _KEEPS_DATA = frozenset({"detach", "float", "double", "long", "int", "half", "contiguous", "squeeze", "view",
                          "reshape", "flatten"})
 
@@ -44,7 +46,11 @@ def _read_back_root(facts, call: cst.Call) -> Optional[str]:
         return None
     e = f.value
     while True:
-        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _KEEPS_DATA:
+        q = (facts.qualname(e.func) or "") if isinstance(e, cst.Call) else ""
+        if q.startswith("torch.") and q.rsplit(".", 1)[-1] in _REDUCTIONS and len(e.args) == 1:
+            e = e.args[0].value  # `torch.sum(mask)`
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and (
+                e.func.attr.value in _KEEPS_DATA or e.func.attr.value in _REDUCTIONS):
             e = e.func.value
         elif isinstance(e, cst.Attribute) and e.attr.value == "data":
             e = e.value
@@ -67,11 +73,15 @@ def _moves_in_place_of(facts, small: cst.CSTNode, items: set):
             and len(target.elements) == len(value.elements):
         pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
     for t, v in pairs:
-        if not (isinstance(t, cst.Name) and t.value in items and isinstance(v, cst.Call) and is_move(facts, v)):
+        if not (isinstance(t, cst.Name) and isinstance(v, cst.Call) and is_move(facts, v)):
             continue
         recv = v.func.value
-        if isinstance(recv, cst.Name) and recv.value == t.value:
+        if isinstance(recv, cst.Name) and recv.value == t.value and t.value in items:
             yield t.value, v
+        elif (isinstance(recv, cst.Subscript) and isinstance(recv.value, cst.Name) and recv.value.value in items
+              and len(recv.slice) == 1 and isinstance(recv.slice[0].slice, cst.Index)
+              and isinstance(recv.slice[0].slice.value, (cst.SimpleString, cst.Integer))):
+            yield t.value, v  # `mask = batch["attention_mask"].to(d)`: the loader's host tensor stays in `batch`
 
 
 def _changes(stmt: cst.CSTNode, name: str) -> bool:
@@ -348,6 +358,12 @@ class LoopTransfer(Rule):
             "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
             "for x, y in loader:\n    x = x.to(device)\n    y = y.to(device)\n    print(x.sum(), y.cpu().numpy())\n",
         ),
+        # a dict batch's mask moved under a new name, then summed back every step
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\ndef train(model, ds, device):\n"
+            "    for batch in DataLoader(ds, batch_size=4):\n        mask = batch['mask'].to(device)\n"
+            "        model(mask).sum().backward()\n        print(torch.sum(mask).item())\n",
+        ),
         # a torch function run on the host copy, its result sent back: the device has the op
         Invalid(
             "import torch\ndevice = torch.device('cpu')\nx = torch.randn(4, 5).to(device)\nfor t in range(3):\n"
@@ -582,10 +598,13 @@ class LoopTransfer(Rule):
                     root = _read_back_root(self.facts, n)
                     if root is not None and root in moved:
                         self._reported.add(n)
+                        recv = moved[root].func.value
+                        keep = (f"read the loader's host tensor `{self.ctx.module.code_for_node(recv)}` instead"
+                                if isinstance(recv, cst.Subscript) else
+                                f"keep the host tensor (`{root}_host = {root}` before the move) and read that")
                         self.report(n, f"`{root}` was a host tensor from the loader, moved to the device unchanged "
                                        f"this iteration; `{short(self.ctx.module.code_for_node(n), 40)}` copies it "
-                                       f"back every iteration (a synchronising copy): keep the host tensor "
-                                       f"(`{root}_host = {root}` before the move) and read that")
+                                       f"back every iteration (a synchronising copy): {keep}")
                 for name in list(moved):
                     if _changes(st, name):
                         del moved[name]
