@@ -53,7 +53,11 @@ def device_evidence(facts, node: cst.BaseExpression, scope=None, cls=None) -> bo
     if s is not None:
         return _DEVICE_STRING.fullmatch(s) is not None
     if isinstance(node, cst.Call):
-        return facts.qualname(node.func) in ("torch.device", "torch.accelerator.current_accelerator")
+        if facts.qualname(node.func) in ("torch.device", "torch.accelerator.current_accelerator"):
+            return True
+        # `self._device()`, `get_device()` with no arguments: the module's or the program's device
+        name = (dotted(node.func) or "").rsplit(".", 1)[-1]
+        return not node.args and "device" in name.lower() and name != "get_device"
     if isinstance(node, cst.Attribute) and node.attr.value == "device":
         return True  # `x.device`, `next(m.parameters()).device`
     d = dotted(node)
@@ -176,6 +180,15 @@ class HostAllocThenMove(Rule):
         "def mask(n, x):\n    return torch.full((n, n), float('-inf')).to(x.device)\n",
     ]
     INVALID = [
+        # the module's device asked of a method named for it
+        Invalid(
+            "import torch\nfrom torch import nn\nclass C(nn.Module):\n    def _device(self):\n"
+            "        return next(self.parameters()).device\n    def forward(self, x):\n"
+            "        return x @ torch.eye(4).to(self._device())\n",
+            "import torch\nfrom torch import nn\nclass C(nn.Module):\n    def _device(self):\n"
+            "        return next(self.parameters()).device\n    def forward(self, x):\n"
+            "        return x @ torch.eye(4, device=self._device())\n",
+        ),
         Invalid(
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
             "x = torch.zeros(2, 3).to(device)\n",

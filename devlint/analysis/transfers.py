@@ -69,6 +69,9 @@ def device_target(facts, call: cst.Call, keyword_only: bool = False) -> Optional
         return v if is_cuda_string(v) else None
     if isinstance(v, cst.Call) and facts.is_torch(v.func, "torch.device"):
         return v if v.args and string_value(v.args[0].value) != "cpu" else None
+    if isinstance(v, cst.Call) and not v.args and "device" in ((dotted(v.func) or "").rsplit(".", 1)[-1].lower()) \
+            and not (dotted(v.func) or "").endswith(".get_device"):
+        return v  # `self._device()`, `get_device()`: the module's or the program's device, asked for
     d = dotted(v)
     if d is None:
         return None
