@@ -164,6 +164,11 @@ class FactoryWithoutDevice(Rule):
         "    def forward(self, x, y=torch.zeros(3)):\n        return x + y\n",
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, g):\n        return x + torch.rand(3, generator=g)\n",
+        # Python data put in the log dict the method returns: callers log it, it meets no device tensor
+        "import torch\nfrom torch import nn\nclass Disc(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 1)\n    def forward(self, x, factor):\n"
+        "        loss = factor * self.fc(x).mean()\n"
+        "        log = {'loss': loss.detach(), 'factor': torch.tensor(factor)}\n        return loss, log\n",
         # tensors of Python token ids, padded together on the host and moved by the next statement
         "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pad_sequence\nclass LM(nn.Module):\n"
         "    def forward(self, x, lens, device):\n        t = [torch.tensor([0] * int(n)) for n in lens]\n"

@@ -328,6 +328,8 @@ class _Flow:
                     return False
                 names.append(tgt.value)
             return None
+        if isinstance(p, cst.DictElement) and p.value is top and self.data:
+            return self._logged(up(p))  # `log = {"disc_factor": torch.tensor(f)}; return loss, log`
         if isinstance(p, (cst.ListComp, cst.GeneratorExp)) and p.elt is top:
             return self._way_out(p, names, follow_return)  # `[torch.tensor(ids) for ids in batch]`: the list goes on
         if isinstance(p, cst.Arg) and p.keyword is None and isinstance(up(p), cst.Call) and \
@@ -362,6 +364,27 @@ class _Flow:
             return None
         if isinstance(p, (cst.If, cst.While)) and p.test is top:
             return None
+        return False
+
+    def _logged(self, d: cst.CSTNode) -> Optional[bool]:
+        """A dict of Python data the method returns (itself, as a tuple element, or through the one
+        name it is bound to): it leaves as data (a log dict); what callers do with it crosses to a
+        device only by a copy anyway."""
+        up = self.use.parent.get
+
+        def returned(node) -> bool:
+            p = up(node)
+            if isinstance(p, cst.Element) and isinstance(up(p), cst.Tuple):
+                p = up(up(p))
+            return isinstance(p, cst.Return)
+
+        if returned(d):
+            return True
+        p = up(d)
+        if isinstance(p, cst.Assign) and p.value is d and len(p.targets) == 1 and isinstance(p.targets[0].target, cst.Name):
+            loads = self.use.loads.get(p.targets[0].target.value, [])
+            if loads and all(returned(u) for u in loads):
+                return True
         return False
 
     def ends_placed(self, call: cst.Call, follow_return) -> bool:
