@@ -1412,21 +1412,9 @@ class ProjectIndex:
 
     def _gpu_bases(self, path: str, source: bytes, imports: list) -> frozenset:
         """The bases of the file's classes that are project GPU trainers (ProjectFacts.gpu_bases)."""
-        own = _classes(source) if _CLASS_HEAD.search(source) else {}
-        if not own:
+        if not _CLASS_HEAD.search(source):
             return frozenset()
-        aliases = _torch_aliases(source, imports)
-        imported = set(aliases) | {a or n for _m, level, names in imports if level for n, a in names}
-        out = set()
-        for info in own.values():
-            for base in info.bases:
-                root = base.split(".")[0]
-                if base in own or base in out or root not in imported or aliases.get(root, "").startswith(
-                        _LIBRARY_ROOTS):
-                    continue  # a class of this file (its own model answers), a builtin, a library's
-                if self._gpu_class(path, base):
-                    out.add(base)
-        return frozenset(out)
+        return frozenset(b for b in _project_bases(source, imports) if self._gpu_class(path, b))
 
     def _gpu_class(self, path: str, spelled: str, depth: int = 5) -> bool:
         """The class ``spelled`` as seen from ``path`` (or one of its project bases) wraps its
@@ -1478,20 +1466,11 @@ class ProjectIndex:
     def module_bases(self, path: str, source: bytes, imports: list) -> frozenset:
         """The bases of the file's classes that are project classes descending from nn.Module
         (``imports``: the file's own, read off its text)."""
-        own = _classes(source)
-        if not own:
-            return frozenset()
-        aliases = _torch_aliases(source, imports)
-        imported = set(aliases) | {a or n for _m, level, names in imports if level for n, a in names}
         out = set()
-        for info in own.values():
-            for base in info.bases:
-                root = base.split(".")[0]
-                if base in own or root not in imported or aliases.get(root, "").startswith(_LIBRARY_ROOTS):
-                    continue  # a class of this file (its own model answers), a builtin, a library's
-                r = self._resolve_class(path, base)
-                if r is not None:
-                    out.add((base, r[0], r[1], r[2]))
+        for base in _project_bases(source, imports):
+            r = self._resolve_class(path, base)
+            if r is not None:
+                out.add((base, r[0], r[1], r[2]))
         return frozenset(out)
 
     # ---- one file's facts -----------------------------------------------------------
@@ -1905,6 +1884,24 @@ def classes_of(source: bytes) -> dict:
     """Top-level classes of a module, read off its text: name -> _ClassInfo (bases as spelled,
     moves its own attributes, names it owns, holds no state of its own)."""
     return _classes(source)
+
+
+def _project_bases(source: bytes, imports: list) -> list:
+    """The bases of the file's classes that it imports from the project (as spelled, once each):
+    not a class of the file (its own model answers), a builtin, or a library's."""
+    own = _classes(source)
+    if not own:
+        return []
+    aliases = _torch_aliases(source, imports)
+    imported = set(aliases) | {a or n for _m, level, names in imports if level for n, a in names}
+    out: list = []
+    for info in own.values():
+        for base in info.bases:
+            root = base.split(".")[0]
+            if base in own or base in out or root not in imported or aliases.get(root, "").startswith(_LIBRARY_ROOTS):
+                continue
+            out.append(base)
+    return out
 
 
 @functools.lru_cache(maxsize=64)
