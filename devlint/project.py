@@ -1749,7 +1749,7 @@ class ProjectIndex:
         text = self._text(path)  # (notes the stamp: kept facts follow an edit of the helper)
         if text is None or name.encode() not in text[1]:
             return False
-        key = (path, hashlib.sha1(text[1]).hexdigest(), name)
+        key = (path, hash(text[1]), name)  # (a bytes object keeps its hash: cheap on every ask)
         hit = self._placing_memo.get(key)
         if hit is None:
             self._placing_memo[key] = False  # (a recursion through the same name says no)

@@ -20,7 +20,9 @@ them to keep ``t.guarded`` during the traversal.
 * :class:`GuardModel` (``model(facts)``, computed once per file) — the file-level answers:
   ``file_guarded`` (a module-level ``pytestmark`` requiring a GPU, CUDA extension code: a
   ``torch.autograd.Function`` feeding a compiled kernel), ``gpu_marks``, ``ensuring`` (names of
-  functions/classes whose call ensures CUDA), ``guarded_classes``.
+  functions/classes whose call ensures CUDA), ``guarded_classes``, ``gpu_classes`` (GPU
+  trainers: a method wraps the model in ``DistributedDataParallel(..., device_ids=...)``
+  unconditionally, or a base of the file or the project does).
 
 A file or function *name* is never a guard: ``train_gpu.py`` still crashes on a laptop.
 This module imports nothing from ``devlint.facts`` (facts imports it); it reads the facts
