@@ -618,12 +618,41 @@ _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
 _SAVE_WORDS = (b"save(",)
 _AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group")
 _INIT_WORDS = (b"init_process_group",)
-_LOAD_CALL = re.compile(rb"load\(")
+# DL005 asks about `torch.load` / `torch.jit.load` calls only: a file that spells none (however it
+# names torch: `th.load(`, `from torch import load`) needs no checkpoint facts
+_LOAD_CALL = re.compile(rb"\.[ \t]*load[ \t]*\(")
+_RECEIVER_END = re.compile(rb"(\w+)[ \t]*$")
+_LOAD_IMPORTED = re.compile(rb"^[ \t]*from[ \t]+torch[\w.]*[ \t]+import[^\n]*\bload\b", re.M)
+_TORCH_MODULES_AS = re.compile(rb"^[ \t]*(?:import[ \t]+torch[\w.]*|from[ \t]+torch[\w.]*[ \t]+import[ \t]+\w+)"
+                               rb"[ \t]+as[ \t]+(\w+)", re.M)
+
+
+def _calls_any(source: bytes, names: list) -> bool:
+    """Whether the text calls one of ``names`` (``name(``, a gate before a summary is read)."""
+    names = [n for n in names if n != "*"]
+    if not names:
+        return True  # `from m import *`: anything may be called
+    pattern = rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")[ \t]*\("
+    return re.search(pattern, source) is not None
+
+
+def _loads_checkpoint(source: bytes) -> bool:
+    """Whether the text may call ``torch.load`` or ``torch.jit.load`` (a superset: a gate)."""
+    if b"load" not in source:
+        return False
+    if b"from torch" in source and _LOAD_IMPORTED.search(source):
+        return True
+    receivers = set()
+    for m in _LOAD_CALL.finditer(source):  # the literal first, then the name before it
+        r = _RECEIVER_END.search(source, max(0, m.start() - 80), m.start())
+        if r is not None:
+            receivers.add(r.group(1))
+    return bool(receivers & {b"torch", b"jit", b"serialization"}
+                or receivers and receivers & set(_TORCH_MODULES_AS.findall(source)))
 # code that deals with devices spells one of these (DL010 asks whether a file does)
 DEVICE_WORDS = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
 # ... and these, spelled, are nearly always code that places values (prose says "device")
 _PLACES_IN_CODE = re.compile(rb"\.cuda\(|\.to\(|device\s*=|\.device\(|map_location|accelerator")
-_CUDA_WORDS = re.compile(rb"cuda|pin_memory")
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
 
@@ -650,17 +679,18 @@ _NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|\.save\(
 _TENSOR_RETURN = re.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
                             re.M)
 # a statement that converts a plain name and throws the result away (DL001 asks what it is)
-_BARE_CONVERSION = re.compile(rb"^[ \t]*[A-Za-z_]\w*\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(",
-                              re.M)
-_SCRIPT_HINT = re.compile(rb"^(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()", re.M)
-_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))",
-                          re.M)
+# (Patterns read at a line's start but searched often over whole modules are spelled `\n...` and
+# searched in `b"\n" + source`, not `^...` under re.M: a literal first character lets the regex
+# engine skip ahead, where `^` is tried at every offset, several times slower on a large module.)
+_BARE_CONVERSION = re.compile(rb"\n[ \t]*[A-Za-z_]\w*\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(")
+_SCRIPT_HINT = re.compile(rb"\n(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()")
+_IMPORT_LINE = re.compile(rb"\n[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
 _NAME_AS = re.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
 
 
 def _text_imports(source: bytes) -> list:
     out = []
-    for m in _IMPORT_LINE.finditer(source):
+    for m in _IMPORT_LINE.finditer(b"\n" + source):
         dots, module, names, plain = (g.decode("utf-8", "replace") if g is not None else None for g in m.groups())
         if plain is not None:
             for part in plain.replace("\\", " ").split(","):
@@ -679,7 +709,7 @@ def _text_imports(source: bytes) -> list:
 
 
 def _text_summary(source: bytes) -> Summary:
-    return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(source) is not None)
+    return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(b"\n" + source) is not None)
 
 
 def _root_name(node: ast.AST) -> Optional[str]:
@@ -841,19 +871,21 @@ def _array_like_base(e) -> bool:
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", "build", "dist"}
 
 
-# Inside one lint run (``one_run()``) the project's directory listings are checked against their
-# stamps once, not once per file: a run reads the tree as it was when it started. Outside a run
+# Inside one lint run (``one_run()``) the project's directory listings and files are checked against
+# their stamps once, not once per file: a run reads the tree as it was when it started. Outside a run
 # (a test calling ``facts_for`` after editing a file) every question checks them again.
 _RUN: list = [None]
 
 
 class one_run:
-    """``with one_run(): ...``: the directory stamps behind the project listings are checked once."""
+    """``with one_run(): ...``: the stamps behind the project listings and summaries are checked once."""
 
     _count = 0
 
     def __enter__(self):
         one_run._count += 1
+        if _RUN[0] is None:
+            _RUN_STAMPS.clear()  # what the last run saw: a new run stats again
         self._outer = _RUN[0]
         _RUN[0] = one_run._count
         return self
@@ -861,13 +893,23 @@ class one_run:
     def __exit__(self, *exc) -> None:
         _RUN[0] = self._outer
 
+_RUN_STAMPS: dict = {}  # path -> (run, stamp): a file is stat'ed once per run
+
 
 def _stamp(path: str) -> Optional[tuple]:
+    run = _RUN[0]
+    if run is not None:
+        hit = _RUN_STAMPS.get(path)
+        if hit is not None and hit[0] == run:
+            return hit[1]
     try:
         st = os.stat(path)
+        stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
+        stamp = None
+    if run is not None:
+        _RUN_STAMPS[path] = (run, stamp)
+    return stamp
 
 
 class ProjectIndex:
@@ -1012,7 +1054,7 @@ class ProjectIndex:
                 return None
             if path in self._texts:  # an edited module: requirements read through it go
                 self._ensures_memo.clear()
-            hit = self._texts[path] = (stamp, (_SCRIPT_HINT.search(data) is not None, data))
+            hit = self._texts[path] = (stamp, (_SCRIPT_HINT.search(b"\n" + data) is not None, data))
         return hit[1]
 
     # ---- imports --------------------------------------------------------------------
@@ -1350,6 +1392,9 @@ class ProjectIndex:
     def script_requires_cuda(self, path: str) -> bool:
         """Running the module at ``path`` as a script requires CUDA before it does its work:
         its body (or ``__main__`` block) calls, unconditionally, a function that does."""
+        if not self._words(path, _AVAILABILITY_WORDS) and not any(
+                self._words(p, _AVAILABILITY_WORDS) for p in self.closure(path)):
+            return False  # nothing the program runs checks for CUDA: no parse needed to say so
         calls = self._calls(path)
         return calls is not None and any(self._callee_ensures(path, c, 5) for c in calls.main)
 
@@ -1412,7 +1457,7 @@ class ProjectIndex:
 
     def _gpu_bases(self, path: str, source: bytes, imports: list) -> frozenset:
         """The bases of the file's classes that are project GPU trainers (ProjectFacts.gpu_bases)."""
-        if not _CLASS_HEAD.search(source):
+        if not _CLASS_HEAD_LINE.search(b"\n" + source):
             return frozenset()
         return frozenset(b for b in _project_bases(source, imports) if self._gpu_class(path, b))
 
@@ -1561,19 +1606,20 @@ class ProjectIndex:
         own = _text_summary(source)
         # only what the file's own text can use is asked: CUDA facts for code that names CUDA
         # (DL002, DL004), checkpoint facts for code that loads (DL005)
-        need_cuda = _CUDA_WORDS.search(source) is not None
-        need_ckpt = _LOAD_CALL.search(source) is not None
+        need_cuda = b"cuda" in source or b"pin_memory" in source
+        need_ckpt = _loads_checkpoint(source)
         # a class deriving a project class may be an nn.Module defined in another file
-        module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD.search(source) else frozenset()
-        need_tensor = _BARE_CONVERSION.search(source) is not None  # DL001: what a moved value is
+        module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD_LINE.search(b"\n" + source) else frozenset()
+        need_tensor = _BARE_CONVERSION.search(b"\n" + source) is not None  # DL001: what a moved value is
         # DL002: a CUDA device default is reported where some call leaves it in place
         defaults_reached = (self._defaults_reached(path, source) if need_cuda and b"device" in source
+                            and (b"'cuda" in source or b'"cuda' in source)  # (both spell a quoted "cuda")
                             and (_CUDA_DEFAULT.search(source) or _CUDA_FALLBACK.search(source)) else frozenset())
         # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
         stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
         # DL003/DL010: a function looping over a parameter its callers elsewhere fill with a DataLoader
         loader_params = (self._loader_params(path, source) if (b".cuda(" in source or b".to(" in source)
-                         and _LOOPED_PARAM_HINT.search(source) else frozenset())
+                         and _LOOPED_PARAM_HINT.search(b"\n" + source) else frozenset())
         imported = None
         placing: frozenset = frozenset()
         if own.script and own.imports and b"torch" in source and not _PLACES_IN_CODE.search(source):
@@ -1602,6 +1648,8 @@ class ProjectIndex:
             for target, names in imported:
                 if not self._words(target, _AVAILABILITY_WORDS):
                     continue  # a module that never checks for CUDA has no function that requires it
+                if names is not None and not _calls_any(source, [a or n for n, a in names]):
+                    continue  # nor can a function this file never calls make it CUDA-only
                 s = self.summary(target)
                 if s is None or not s.cuda_functions:
                     continue
@@ -1787,7 +1835,7 @@ _CALLED = re.compile(rb"(?:^|[^\w.])(?:\w+\.)?(\w+)[ \t]*\(", re.M)
 
 _PLACING_WORDS = (b".cuda(", b".to(", b"device", b"DataParallel")
 # a module-level function that loops over a parameter named like a data source (a cost gate only)
-_LOOPED_PARAM_HINT = re.compile(rb"^def[ \t]+\w+[ \t]*\([^)]*(?:loader|data|batches|_dl\b|iterator)", re.M | re.I)
+_LOOPED_PARAM_HINT = re.compile(rb"\ndef[ \t]+\w+[ \t]*\([^)]*(?:loader|data|batches|_dl\b|iterator)", re.I)
 _LOADER_NAME = re.compile(rb"loader|data|batches|_dl$|^dl$|iterator", re.I)
 
 
@@ -1822,6 +1870,7 @@ def _follows_input(expr: ast.AST) -> bool:
 # ---------------------------------------------------------------------------------
 
 _CLASS_HEAD = re.compile(rb"^class[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:", re.M)
+_CLASS_HEAD_LINE = re.compile(rb"\nclass[ \t]+\w+[ \t]*\([^()]*\)[ \t]*:")  # the same, as a gate (see _SCRIPT_HINT)
 _TOP_LINE = re.compile(rb"^[^\s#]", re.M)
 # `class Trainer:` (no bases): read only where a GPU-trainer question can be asked of it
 _BARE_CLASS_HEAD = re.compile(rb"^class[ \t]+(\w+)()[ \t]*:", re.M)
@@ -1830,16 +1879,32 @@ _REGISTERS = re.compile(rb"register_(?:buffer|parameter)\(\s*[\"']([A-Za-z_]\w*)
 _SELF_ASSIGN = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
 _LIBRARY_ROOTS = ("torch", "lightning", "pytorch_lightning", "transformers", "diffusers", "typing", "abc",
                    "collections", "enum", "dataclasses", "numpy")
-_PLAIN_IMPORT_AS = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)", re.M)
+_PLAIN_IMPORT_AS = re.compile(rb"\n[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)")
 
 
-@dataclass
 class _ClassInfo:
-    bases: list  # dotted names as spelled
-    moves: bool  # defines _apply / to / cuda
-    owned: frozenset  # names given to register_buffer / register_parameter, or assigned on self
-    stateless: bool = False  # holds no parameter, buffer or stateful submodule of its own (see _stateless)
-    gpu: bool = False  # a method wraps the model in DistributedDataParallel(device_ids=...) unconditionally
+    """One top-level class read off its text. Only ``bases`` is read eagerly: most questions
+    (a file's project bases) need nothing else, so the body is read when a property is asked."""
+
+    def __init__(self, bases: list, body: bytes) -> None:
+        self.bases = bases  # dotted names as spelled
+        self._body = body
+
+    @functools.cached_property
+    def moves(self) -> bool:  # defines _apply / to / cuda
+        return _MOVES_DEF.search(self._body) is not None
+
+    @functools.cached_property
+    def owned(self) -> frozenset:  # names given to register_buffer / register_parameter, or assigned on self
+        return frozenset(x.decode() for x in set(_REGISTERS.findall(self._body)) | set(_SELF_ASSIGN.findall(self._body)))
+
+    @functools.cached_property
+    def stateless(self) -> bool:  # holds no parameter, buffer or stateful submodule of its own
+        return _stateless(self._body)
+
+    @functools.cached_property
+    def gpu(self) -> bool:  # a method wraps the model in DistributedDataParallel(device_ids=...) unconditionally
+        return _gpu_ddp(self._body)
 
 
 # what gives a module state of its own: a parameter, a buffer, a container of submodules
@@ -1923,10 +1988,7 @@ def _classes(source: bytes) -> dict:
             part = " ".join(part.split())
             if part and "=" not in part and re.fullmatch(r"[\w.]+", part):
                 bases.append(part)
-        owned = set(_REGISTERS.findall(body)) | set(_SELF_ASSIGN.findall(body))
-        out[m.group(1).decode()] = _ClassInfo(bases, _MOVES_DEF.search(body) is not None,
-                                              frozenset(x.decode() for x in owned), _stateless(body),
-                                              _gpu_ddp(body))
+        out[m.group(1).decode()] = _ClassInfo(bases, body)
     return out
 
 
@@ -1949,7 +2011,7 @@ def _gpu_ddp(body: bytes) -> bool:
 def _torch_aliases(source: bytes, imports: list) -> dict:
     """local name -> qualified name, for the torch / lightning / transformers imports of a module."""
     out = {}
-    for mod, alias in _PLAIN_IMPORT_AS.findall(source):
+    for mod, alias in _PLAIN_IMPORT_AS.findall(b"\n" + source):
         out[alias.decode()] = mod.decode()
     for module, level, names in imports:
         if level:
