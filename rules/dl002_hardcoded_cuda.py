@@ -87,6 +87,11 @@ class HardcodedCuda(Rule):
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
         "import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.ones(2).cuda()\n",
+        # a switch set in the code to skip the CUDA branch, or one the command line can change
+        "import torch\nUSE_CUDA = False\ndef run(x):\n    if USE_CUDA:\n        x = x.cuda()\n    return x\n",
+        "import sys\nimport torch\nuse_cuda = True\nif '--cpu' in sys.argv:\n    use_cuda = False\n"
+        "if use_cuda:\n    torch.ones(2).cuda()\n",
+        "import torch\nuse_cuda = True\ndef run(x, use_cuda=False):\n    if use_cuda:\n        x = x.cuda()\n    return x\n",
         # a Module of the file holding no parameter or buffer: `.cuda()` moves nothing
         "import torch\nfrom torch import nn\n\nclass RankingLoss(nn.Module):\n    def __init__(self, margin):\n"
         "        super().__init__()\n        self.margin = margin\n\n    def forward(self, a, b):\n"
@@ -289,6 +294,11 @@ class HardcodedCuda(Rule):
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
         ),
+        # a switch hard-coded to True once, at module level: the CUDA branch always runs
+        Invalid("import torch\nuse_cuda = True\nnet = torch.nn.Linear(2, 2)\nif use_cuda:\n    net = net.cuda()\n",
+                "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "use_cuda = True\nnet = torch.nn.Linear(2, 2)\nif use_cuda:\n    net = net.to(device)\n"),
+        Invalid("import torch\nuse_cpu = False\ndef run(x):\n    if not use_cpu:\n        x = x.cuda()\n    return x\n"),
         # a mode flag that is not about the device guards nothing
         Invalid("import torch\nimport sys\nFAST = True if sys.argv[1] == 'fast' else False\nx = torch.ones(2)\n"
                 "if FAST:\n    x = x.cuda()\n",

@@ -186,17 +186,10 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         d = dotted(test)
         if d is None:
             return 0
-        if d in facts.guard_flags or d.endswith(".is_cuda") or d in distributed_model(facts).nccl_flags:
-            return 1
-        last = d.rsplit(".", 1)[-1]
-        if _CPU_FLAG.fullmatch(last) and not facts.is_torch(test, *facts.aliases.values()):
-            return -1  # `if not args.cpu:` / `if use_cpu:`: the user's choice of the CPU
-        if _NAMEISH_FLAG.search(last) and (not facts.is_torch(test, *facts.aliases.values())
-                                           or _CONSTANT_FLAG.fullmatch(last)):
-            # `TEST_CUDA`, `HAS_GPU` imported from a (torch) helper module are flags too
-            # a user switch such as `args.cuda`, `use_gpu`: a deliberate choice
-            return -1 if last.lower().startswith("no_") else 1
-        return 0
+        pol = _flag_polarity(facts, test, d)
+        if pol and isinstance(test, cst.Name) and _hardcoded_switch(facts, d) is (pol == 1):
+            return 0  # `use_cuda = True` once, at module level: the CUDA branch always runs
+        return pol
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comp = test.comparisons[0]
         left, right, op = test.left, comp.comparator, comp.operator
@@ -364,6 +357,36 @@ def _module_placement(node: cst.CSTNode) -> bool:
     inner = node.args[0].value
     return (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)
             and inner.func.attr.value in ("parameters", "buffers"))
+
+
+def _flag_polarity(facts, test: cst.BaseExpression, d: str) -> int:
+    """A name or attribute used as a test: an availability flag, a user's switch (``args.cuda``,
+    ``use_gpu``, ``args.cpu``), a CUDA tensor's ``is_cuda``."""
+    if d in facts.guard_flags or d.endswith(".is_cuda") or d in distributed_model(facts).nccl_flags:
+        return 1
+    last = d.rsplit(".", 1)[-1]
+    if _CPU_FLAG.fullmatch(last) and not facts.is_torch(test, *facts.aliases.values()):
+        return -1  # `if not args.cpu:` / `if use_cpu:`: the user's choice of the CPU
+    if _NAMEISH_FLAG.search(last) and (not facts.is_torch(test, *facts.aliases.values())
+                                       or _CONSTANT_FLAG.fullmatch(last)):
+        # `TEST_CUDA`, `HAS_GPU` imported from a (torch) helper module are flags too
+        # a user switch such as `args.cuda`, `use_gpu`: a deliberate choice
+        return -1 if last.lower().startswith("no_") else 1
+    return 0
+
+
+def _hardcoded_switch(facts, name: str) -> Optional[bool]:
+    """The value of ``name`` when it is bound once in the file, at module level, to ``True`` or
+    ``False`` (``use_cuda = True``, ``use_cpu = False``), and nowhere else (no parameter, ``global``,
+    loop or import rebinds it); else None. Such a switch is set in the code: whoever runs the
+    program gets the branch it selects, so ``if use_cuda: x = x.cuda()`` crashes without CUDA when
+    it says True (and never runs when it says False). A switch read from the command line, a config
+    or an availability check is another binding and stays the user's choice."""
+    values = facts.values
+    value = _bool(values.sole_value(name, None)) if values is not None else None
+    if value is None or any(name in names for scope, names in facts.assigned_in.items() if scope is not None):
+        return None
+    return value
 
 
 def _bool(node: cst.CSTNode) -> Optional[bool]:
