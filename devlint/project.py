@@ -298,6 +298,8 @@ def _def_owner(source: bytes, m):
 
 # `if not device:` / `if device is None:` followed by `device = "cuda"` (or torch.device("cuda")):
 # the default a caller who omits the argument gets
+# what _CUDA_DEFAULT and _CUDA_FALLBACK both spell, found fast (its first character is a literal)
+_ASSIGNED_CUDA = re.compile(rb"""=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""")
 _CUDA_FALLBACK = re.compile(rb"""^([ \t]+)if[ \t]+(?:not[ \t]+(\w*device\w*)|(\w*device\w*)[ \t]+is[ \t]+None)[ \t]*:"""
                             rb"""[ \t]*\r?\n[ \t]+(\w+)[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""", re.M)
 
@@ -652,7 +654,13 @@ def _loads_checkpoint(source: bytes) -> bool:
 # code that deals with devices spells one of these (DL010 asks whether a file does)
 DEVICE_WORDS = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
 # ... and these, spelled, are nearly always code that places values (prose says "device")
-_PLACES_IN_CODE = re.compile(rb"\.cuda\(|\.to\(|device\s*=|\.device\(|map_location|accelerator")
+_PLACES_IN_CODE = (b".cuda(", b".to(", b".device(", b"map_location", b"accelerator")
+_DEVICE_KEYWORD = re.compile(rb"device\s*=")
+
+
+def _places_in_code(source: bytes) -> bool:
+    return any(w in source for w in _PLACES_IN_CODE) or (
+        b"device" in source and _DEVICE_KEYWORD.search(source) is not None)
 _DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
 
@@ -682,13 +690,28 @@ _TENSOR_RETURN = re.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|s
 # (Patterns read at a line's start but searched often over whole modules are spelled `\n...` and
 # searched in `b"\n" + source`, not `^...` under re.M: a literal first character lets the regex
 # engine skip ahead, where `^` is tried at every offset, several times slower on a large module.)
-_BARE_CONVERSION = re.compile(rb"\n[ \t]*[A-Za-z_]\w*\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(")
+_CONVERSION_CALL = re.compile(rb"\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(")
+_BARE_RECEIVER = re.compile(rb"[ \t]*[A-Za-z_]\w*")
+
+
+def _bare_conversion(source: bytes) -> bool:
+    """A statement that converts a plain name and throws the result away: ``x.to(dev)``
+    alone on its line (the call is found first, then the start of its line is read)."""
+    for m in _CONVERSION_CALL.finditer(source):
+        if _BARE_RECEIVER.fullmatch(source, source.rfind(b"\n", 0, m.start()) + 1, m.start()):
+            return True
+    return False
+
+
 _SCRIPT_HINT = re.compile(rb"\n(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()")
 _IMPORT_LINE = re.compile(rb"\n[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
 _NAME_AS = re.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
 
 
+@functools.lru_cache(maxsize=128)
 def _text_imports(source: bytes) -> list:
+    """The imports a module's text spells: ``[module, level, [[name, alias], ...]]`` (shared
+    between the questions asked of one text in a run: read it, do not change it)."""
     out = []
     for m in _IMPORT_LINE.finditer(b"\n" + source):
         dots, module, names, plain = (g.decode("utf-8", "replace") if g is not None else None for g in m.groups())
@@ -1457,7 +1480,7 @@ class ProjectIndex:
 
     def _gpu_bases(self, path: str, source: bytes, imports: list) -> frozenset:
         """The bases of the file's classes that are project GPU trainers (ProjectFacts.gpu_bases)."""
-        if not _CLASS_HEAD_LINE.search(b"\n" + source):
+        if not _CLASS_HEAD.search(b"\n" + source):
             return frozenset()
         return frozenset(b for b in _project_bases(source, imports) if self._gpu_class(path, b))
 
@@ -1609,11 +1632,11 @@ class ProjectIndex:
         need_cuda = b"cuda" in source or b"pin_memory" in source
         need_ckpt = _loads_checkpoint(source)
         # a class deriving a project class may be an nn.Module defined in another file
-        module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD_LINE.search(b"\n" + source) else frozenset()
-        need_tensor = _BARE_CONVERSION.search(b"\n" + source) is not None  # DL001: what a moved value is
+        module_bases = self.module_bases(path, source, own.imports) if _CLASS_HEAD.search(b"\n" + source) else frozenset()
+        need_tensor = _bare_conversion(source)  # DL001: what a moved value is
         # DL002: a CUDA device default is reported where some call leaves it in place
         defaults_reached = (self._defaults_reached(path, source) if need_cuda and b"device" in source
-                            and (b"'cuda" in source or b'"cuda' in source)  # (both spell a quoted "cuda")
+                            and _ASSIGNED_CUDA.search(source)  # (both assign a quoted "cuda")
                             and (_CUDA_DEFAULT.search(source) or _CUDA_FALLBACK.search(source)) else frozenset())
         # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
         stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
@@ -1622,7 +1645,7 @@ class ProjectIndex:
                          and _LOOPED_PARAM_HINT.search(b"\n" + source) else frozenset())
         imported = None
         placing: frozenset = frozenset()
-        if own.script and own.imports and b"torch" in source and not _PLACES_IN_CODE.search(source):
+        if own.script and own.imports and b"torch" in source and not _places_in_code(source):
             # DL010: a file that never spells a device may still place its values, through a
             # project helper (`to_var(x)`, `get_batch(split)`, `Trainer(model)`)
             imported = self.imports(path, own)
@@ -1869,11 +1892,10 @@ def _follows_input(expr: ast.AST) -> bool:
 # classes across files: which project classes are nn.Modules (read off the text, no parse)
 # ---------------------------------------------------------------------------------
 
-_CLASS_HEAD = re.compile(rb"^class[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:", re.M)
-_CLASS_HEAD_LINE = re.compile(rb"\nclass[ \t]+\w+[ \t]*\([^()]*\)[ \t]*:")  # the same, as a gate (see _SCRIPT_HINT)
-_TOP_LINE = re.compile(rb"^[^\s#]", re.M)
+_CLASS_HEAD = re.compile(rb"\nclass[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:")  # (in b"\n" + source: see _SCRIPT_HINT)
+_TOP_LINE = re.compile(rb"\n[^\s#]")  # (searched in b"\n" + source, as the heads below)
 # `class Trainer:` (no bases): read only where a GPU-trainer question can be asked of it
-_BARE_CLASS_HEAD = re.compile(rb"^class[ \t]+(\w+)()[ \t]*:", re.M)
+_BARE_CLASS_HEAD = re.compile(rb"\nclass[ \t]+(\w+)()[ \t]*:")
 _MOVES_DEF = re.compile(rb"^[ \t]+def[ \t]+(?:_apply|to|cuda|to_empty)[ \t]*\(", re.M)
 _REGISTERS = re.compile(rb"register_(?:buffer|parameter)\(\s*[\"']([A-Za-z_]\w*)[\"']")
 _SELF_ASSIGN = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
@@ -1973,15 +1995,16 @@ def _project_bases(source: bytes, imports: list) -> list:
 def _classes(source: bytes) -> dict:
     """Top-level classes of a module: name -> _ClassInfo (shared: read it, do not change it)."""
     out = {}
+    source = b"\n" + source  # (the patterns spell a line's start as its newline)
     heads = list(_CLASS_HEAD.finditer(source)) + (list(_BARE_CLASS_HEAD.finditer(source))
-                                                   if b"DistributedDataParallel" in source else [])
+                                                        if b"DistributedDataParallel" in source else [])
     for m in heads:
         end = len(source)
         nxt = _TOP_LINE.search(source, m.end())
-        while nxt is not None and source[nxt.start():nxt.start() + 1] in (b")", b"]", b"}"):
+        while nxt is not None and source[nxt.start() + 1:nxt.start() + 2] in (b")", b"]", b"}"):
             nxt = _TOP_LINE.search(source, nxt.end())
         if nxt is not None:
-            end = nxt.start()
+            end = nxt.start() + 1
         body = source[m.end():end]
         bases = []
         for part in (m.group(2) or b"").decode("utf-8", "replace").split(","):

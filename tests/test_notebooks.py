@@ -235,3 +235,21 @@ def test_fix_with_mixed_escape_case_writes_standard_json_escaping(tmp_path, monk
     assert nb["cells"][0]["outputs"] == [ANSI]
     r = run(["check", "--select", "DL001", "--exit-zero", str(path)], tmp_path, monkeypatch)
     assert r.exit_code == 0 and "DL001" not in r.output
+
+
+@pytest.mark.parametrize("setting_cell, reported", [
+    # a cell of its own that only sets the switch: the reader's setting, chosen as a flag is
+    (True, False),
+    # the same switch set among other code: the CUDA branch always runs, so it crashes without CUDA
+    (False, True),
+])
+def test_a_switch_set_in_a_cell_of_its_own_is_the_readers_choice(tmp_path, monkeypatch, setting_cell, reported):
+    use = ["x = torch.ones(2)\n", "if USE_CUDA:\n", "    x = x.cuda()\n", "print(x)"]
+    cells = ([{"cell_type": "markdown", "metadata": {}, "source": ["Without a GPU, set this to `False`."]},
+              code(["import torch"], count=1), code(["USE_CUDA = True"], count=2), code(use, count=3)]
+             if setting_cell else
+             [code(["import torch\n", "USE_CUDA = True"], count=1), code(use, count=2)])
+    write_nb(tmp_path / "tutorial.ipynb", notebook(cells))
+    res = run(["check", "--select", "DL002", "tutorial.ipynb"], tmp_path, monkeypatch)
+    assert ("DL002" in res.output) is reported, res.output
+    assert res.exit_code == (1 if reported else 0)

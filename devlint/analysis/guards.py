@@ -386,7 +386,31 @@ def _hardcoded_switch(facts, name: str) -> Optional[bool]:
     value = _bool(values.sole_value(name, None)) if values is not None else None
     if value is None or any(name in names for scope, names in facts.assigned_in.items() if scope is not None):
         return None
-    return value
+    return None if _setting_cell(facts, name) else value
+
+
+_CELL_MARKER = "# devlint-cell-"  # (devlint.notebook joins a notebook's code cells with these comments)
+
+
+def _setting_cell(facts, name: str) -> bool:
+    """In a notebook, ``name = True`` alone in a cell of its own: a setting the reader edits
+    before running the cells below (tutorials say "set this to False without a GPU"), chosen as
+    a command-line flag is, not code that runs whatever the reader wants."""
+    body = facts.module.body
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1
+                and isinstance(stmt.body[0].targets[0].target, cst.Name)
+                and stmt.body[0].targets[0].target.value == name):
+            continue
+        # (the comments above a module's first statement are the module's header)
+        lead = list(stmt.leading_lines) if i else [*facts.module.header, *stmt.leading_lines]
+        starts = any(line.comment is not None and line.comment.value.startswith(_CELL_MARKER) for line in lead)
+        after = body[i + 1] if i + 1 < len(body) else None
+        ends = after is None or any(line.comment is not None and line.comment.value.startswith(_CELL_MARKER)
+                                    for line in after.leading_lines)
+        return starts and ends
+    return False
 
 
 def _bool(node: cst.CSTNode) -> Optional[bool]:
