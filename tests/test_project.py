@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from devlint.cli import main
@@ -83,6 +84,20 @@ LOADS = "import torch\nfrom torch import nn\n\nmodel = nn.Linear(2, 2)\nmodel.lo
 def test_checkpoint_written_from_host_data_by_another_script(tmp_path, monkeypatch):
     write(tmp_path, {"train.py": SAVES_HOST, "eval.py": LOADS})
     assert [f for f in lint(tmp_path, monkeypatch, "eval.py") if f[2] == "DL005"] == []
+
+
+@pytest.mark.parametrize("load", [
+    "import torch as th\nfrom torch import nn\n\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(th.load('net.pt'))\n",
+    "from torch import load, nn\n\n\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(load('net.pt'))\n",
+    "import torch\nfrom torch import nn\n\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(torch . load('net.pt'))\n",
+])
+def test_checkpoint_facts_reach_every_spelling_of_torch_load(tmp_path, monkeypatch, load):
+    """The index reads checkpoint facts only for a file that may call torch.load: however it
+    names it (an alias, a from-import), the host save in another script still counts."""
+    write(tmp_path, {"train.py": SAVES_HOST, "eval.py": load})
+    assert [f for f in lint(tmp_path, monkeypatch, "eval.py") if f[2] == "DL005"] == []
+    write(tmp_path, {"train.py": SAVES_DEVICE})
+    assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")
 
 
 def test_checkpoint_written_from_the_gpu_by_another_script(tmp_path, monkeypatch):
