@@ -29,6 +29,14 @@ def dotted(node: cst.CSTNode) -> Optional[str]:
 _NAME, _ATTRIBUTE = cst.Name, cst.Attribute
 
 
+def is_main_guard(stmt: cst.CSTNode) -> bool:
+    """``if __name__ == "__main__":``."""
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+        return False
+    parts = [stmt.test.left] + [c.comparator for c in stmt.test.comparisons]
+    return any(isinstance(p, cst.Name) and p.value == "__name__" for p in parts)
+
+
 def root_name(node: cst.CSTNode) -> Optional[str]:
     """The leftmost name of ``a.b[c].d(...)``, else None."""
     while True:

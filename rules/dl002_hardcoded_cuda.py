@@ -9,7 +9,7 @@ from devlint.analysis.calls import (call_graph, default_is_dead, default_reached
                                    unused_device_binding)
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.analysis.hostflow import LEGACY_DTYPES as LEGACY_TYPES
-from devlint.analysis.scripts import is_main_guard
+from devlint.syntax import is_main_guard
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
 from devlint.fixes import (LEGACY_TYPES, DeviceChoice, choose_device, choose_library_device, cuda_to_call,
@@ -92,6 +92,11 @@ class HardcodedCuda(Rule):
         "import sys\nimport torch\nuse_cuda = True\nif '--cpu' in sys.argv:\n    use_cuda = False\n"
         "if use_cuda:\n    torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = True\ndef run(x, use_cuda=False):\n    if use_cuda:\n        x = x.cuda()\n    return x\n",
+        # a script's parameter switch one call passes False, or the command line chooses
+        "import torch\ndef load(m, gpu=True):\n    if gpu:\n        m = m.cuda()\n    return m\n"
+        "if __name__ == '__main__':\n    a = load(torch.nn.Linear(2, 2))\n    b = load(torch.nn.Linear(2, 2), gpu=False)\n",
+        "import sys\nimport torch\ndef load(m, gpu):\n    if gpu:\n        m = m.cuda()\n    return m\n"
+        "if __name__ == '__main__':\n    gpu = '--gpu' in sys.argv\n    m = load(torch.nn.Linear(2, 2), gpu)\n",
         # a Module of the file holding no parameter or buffer: `.cuda()` moves nothing
         "import torch\nfrom torch import nn\n\nclass RankingLoss(nn.Module):\n    def __init__(self, margin):\n"
         "        super().__init__()\n        self.margin = margin\n\n    def forward(self, a, b):\n"
@@ -299,6 +304,14 @@ class HardcodedCuda(Rule):
                 "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
                 "use_cuda = True\nnet = torch.nn.Linear(2, 2)\nif use_cuda:\n    net = net.to(device)\n"),
         Invalid("import torch\nuse_cpu = False\ndef run(x):\n    if not use_cpu:\n        x = x.cuda()\n    return x\n"),
+        # ... or passed so by every call of a script's function (here through a second one)
+        Invalid("import torch\ndef build(gpu=True):\n    m = torch.nn.Linear(2, 2)\n    if gpu:\n        m.cuda()\n"
+                "    return m\ndef load(gpu):\n    return build(gpu=gpu)\n"
+                "if __name__ == '__main__':\n    gpu = True\n    print(load(gpu))\n",
+                "import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+                "def build(gpu=True):\n    m = torch.nn.Linear(2, 2)\n    if gpu:\n        m.to(device)\n"
+                "    return m\ndef load(gpu):\n    return build(gpu=gpu)\n"
+                "if __name__ == '__main__':\n    gpu = True\n    print(load(gpu))\n"),
         # a mode flag that is not about the device guards nothing
         Invalid("import torch\nimport sys\nFAST = True if sys.argv[1] == 'fast' else False\nx = torch.ones(2)\n"
                 "if FAST:\n    x = x.cuda()\n",

@@ -169,6 +169,12 @@ class FactoryWithoutDevice(Rule):
         "        super().__init__()\n        self.fc = nn.Linear(4, 1)\n    def forward(self, x, factor):\n"
         "        loss = factor * self.fc(x).mean()\n"
         "        log = {'loss': loss.detach(), 'factor': torch.tensor(factor)}\n        return loss, log\n",
+        # ... also when more entries are written into it before it is returned
+        "import torch\nfrom torch import nn\nclass Disc(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 1)\n    def forward(self, x, factor, extra=None):\n"
+        "        loss = factor * self.fc(x).mean()\n"
+        "        log = {'loss': loss.detach(), 'factor': torch.tensor(factor)}\n"
+        "        if extra is not None:\n            log['extra'] = extra\n        return loss, log\n",
         # tensors of Python token ids, padded together on the host and moved by the next statement
         "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pad_sequence\nclass LM(nn.Module):\n"
         "    def forward(self, x, lens, device):\n        t = [torch.tensor([0] * int(n)) for n in lens]\n"

@@ -38,7 +38,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.project import CUDA_ONLY_PACKAGES
-from devlint.syntax import call_arg, dotted, string_value
+from devlint.syntax import call_arg, dotted, is_main_guard, string_value
 from devlint.walk import nodes, statements
 
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "unittest.skip",
@@ -187,8 +187,8 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         if d is None:
             return 0
         pol = _flag_polarity(facts, test, d)
-        if pol and isinstance(test, cst.Name) and _hardcoded_switch(facts, d) is (pol == 1):
-            return 0  # `use_cuda = True` once, at module level: the CUDA branch always runs
+        if pol and isinstance(test, cst.Name) and _switch_value(facts, test) is (pol == 1):
+            return 0  # `use_cuda = True` set in the code (or passed so by every call): the CUDA branch always runs
         return pol
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comp = test.comparisons[0]
@@ -375,18 +375,111 @@ def _flag_polarity(facts, test: cst.BaseExpression, d: str) -> int:
     return 0
 
 
-def _hardcoded_switch(facts, name: str) -> Optional[bool]:
-    """The value of ``name`` when it is bound once in the file, at module level, to ``True`` or
-    ``False`` (``use_cuda = True``, ``use_cpu = False``), and nowhere else (no parameter, ``global``,
-    loop or import rebinds it); else None. Such a switch is set in the code: whoever runs the
+def _switch_value(facts, name: cst.Name, depth: int = 4) -> Optional[bool]:
+    """The value the switch ``name`` (a read of it) holds whatever the program is run with, or
+    None when whoever runs the program may choose it. Such a switch is set in the code: the
     program gets the branch it selects, so ``if use_cuda: x = x.cuda()`` crashes without CUDA when
-    it says True (and never runs when it says False). A switch read from the command line, a config
-    or an availability check is another binding and stays the user's choice."""
-    values = facts.values
-    value = _bool(values.sole_value(name, None)) if values is not None else None
-    if value is None or any(name in names for scope, names in facts.assigned_in.items() if scope is not None):
+    it says True (and never runs when it says False). It is
+    - a module-level name bound once, to ``True`` or ``False`` (``use_cuda = True``), read at
+      module level or from a function that does not bind it itself;
+    - a parameter of a script's function every call of which, in the file, passes the same such
+      value: a literal, the parameter's default, or another such switch (``load_model(cfg,
+      gpu=True)``, ``gpu = True`` in the ``__main__`` block, then ``load(cfg, gpu)``).
+    A switch read from the command line, a config or an availability check, a parameter of a
+    function called from elsewhere or passed around, is the user's choice."""
+    if depth <= 0:
         return None
-    return None if _setting_cell(facts, name) else value
+    scope = _switch_scopes(facts).get(id(name), False)
+    if scope is False or isinstance(scope, (cst.ClassDef, cst.Lambda)):
+        return None  # (a class body, a lambda or a nested function: not followed)
+    if scope is not None and name.value in facts.assigned_in.get(scope, ()):
+        return _param_switch(facts, scope, name.value, depth)
+    values = facts.values
+    value = _bool(values.sole_value(name.value, None)) if values is not None else None
+    if value is None or _setting_cell(facts, name.value):
+        return None
+    if scope is not None and _declares_global(scope, name.value):
+        return None
+    return value
+
+
+def _switch_scopes(facts) -> dict:
+    """id(Name) -> the function (or class, lambda) whose code reads it, None at module level,
+    False inside a nested function: for the names that look like switches (read once per file,
+    when a switch is first asked about)."""
+    out = facts.__dict__.get("_switch_scopes")
+    if out is None:
+        out = facts.__dict__["_switch_scopes"] = {}
+        stack: list = [(facts.module, None)]
+        while stack:
+            node, scope = stack.pop()
+            for child in node.children:
+                if isinstance(child, cst.Name):
+                    if _NAMEISH_FLAG.search(child.value) or _CPU_FLAG.fullmatch(child.value):
+                        out[id(child)] = scope
+                    continue
+                if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                    inner = child if scope is None or isinstance(scope, cst.ClassDef) else False
+                else:
+                    inner = scope
+                stack.append((child, inner))
+    return out
+
+
+def _declares_global(fn: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names) for n in nodes(fn))
+
+
+def _param_switch(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bool]:
+    """``param`` of the script's module-level function ``fn``, never rebound there: the one value
+    every call of ``fn`` in the file gives it (see _switch_value)."""
+    module = facts.module
+    if not (isinstance(fn, cst.FunctionDef) and any(s is fn for s in module.body)) \
+            or param in facts.rebound.get(fn, ()) or not any(is_main_guard(s) for s in module.body):
+        return None
+    positional = [*fn.params.posonly_params, *fn.params.params]
+    declared = next((p for p in (*positional, *fn.params.kwonly_params) if p.name.value == param), None)
+    if declared is None:
+        return None
+    index = next((i for i, p in enumerate(positional) if p is declared), None)
+    calls = _calls_of(facts, fn)
+    if not calls:
+        return None
+    seen = set()
+    for call in calls:
+        if any(a.star for a in call.args):
+            return None  # `f(*args, **kw)`: what it passes is not spelled here
+        arg = call_arg(call, index, param)
+        value = arg.value if arg is not None else declared.default
+        if value is None:
+            return None
+        v = _bool(value)
+        if v is None and isinstance(value, cst.Name):
+            v = _switch_value(facts, value, depth - 1)
+        if v is None:
+            return None
+        seen.add(v)
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _calls_of(facts, fn: cst.FunctionDef) -> Optional[list]:
+    """The calls of module-level function ``fn`` in the file, or None when its name is also used
+    otherwise (passed as a value, exported in ``__all__``, rebound): then others may call it."""
+    cache = facts.__dict__.setdefault("_calls_of", {})
+    if fn in cache:
+        return cache[fn]
+    name = fn.name.value
+    calls, other = [], 0
+    for n in nodes(facts.module, into_scopes=True):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == name:
+            calls.append(n)
+        elif isinstance(n, cst.Name) and n.value == name and n is not fn.name:
+            other += 1
+        elif isinstance(n, cst.SimpleString) and string_value(n) == name:
+            other += 1  # `__all__ = ["load_model"]`, `getattr(mod, "load_model")`
+    rebound = any(name in names for names in facts.rebound.values())
+    out = cache[fn] = calls if other == len(calls) and not rebound else None
+    return out
 
 
 _CELL_MARKER = "# devlint-cell-"  # (devlint.notebook joins a notebook's code cells with these comments)

@@ -378,12 +378,16 @@ class _Flow:
                 p = up(up(p))
             return isinstance(p, cst.Return)
 
+        def written_into(node) -> bool:  # `log[f"{split}/perplexity"] = p`: more entries, not a read
+            p = up(node)
+            return isinstance(p, cst.Subscript) and p.value is node and isinstance(up(p), cst.AssignTarget)
+
         if returned(d):
             return True
         p = up(d)
         if isinstance(p, cst.Assign) and p.value is d and len(p.targets) == 1 and isinstance(p.targets[0].target, cst.Name):
             loads = self.use.loads.get(p.targets[0].target.value, [])
-            if loads and all(returned(u) for u in loads):
+            if any(returned(u) for u in loads) and all(returned(u) or written_into(u) for u in loads):
                 return True
         return False
 

@@ -1,6 +1,6 @@
 """Is a file a script that trains or evaluates, or a library module (DL010)?
 
-* ``is_main_guard(stmt)``: ``if __name__ == "__main__":``;
+* ``is_main_guard(stmt)`` (from devlint.syntax): ``if __name__ == "__main__":``;
 * ``trains(body)``: an optimizer step, a loss backward or a loop (nested scopes included);
 * ``smoke_test_library(module)``: a module of classes/functions whose only feeding code is a
   smoke test (a ``__main__`` block or a ``def test():`` that runs a model once), with no
@@ -18,16 +18,9 @@ from typing import Optional
 import libcst as cst
 
 from devlint.project import DEVICE_WORDS
-from devlint.syntax import names_read
+from devlint.syntax import is_main_guard, names_read
 from devlint.facts import MODULE, dotted, string_value
 from devlint.walk import nodes, statements
-
-
-def is_main_guard(stmt: cst.CSTNode) -> bool:
-    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
-        return False
-    parts = [stmt.test.left] + [c.comparator for c in stmt.test.comparisons]
-    return any(isinstance(p, cst.Name) and p.value == "__name__" for p in parts)
 
 
 def trains(body: cst.CSTNode) -> bool:
