@@ -92,6 +92,9 @@ class HardcodedCuda(Rule):
         "import sys\nimport torch\nuse_cuda = True\nif '--cpu' in sys.argv:\n    use_cuda = False\n"
         "if use_cuda:\n    torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = True\ndef run(x, use_cuda=False):\n    if use_cuda:\n        x = x.cuda()\n    return x\n",
+        # read from a closure: the enclosing function's parameter, not the module's constant
+        "import torch\nuse_cuda = True\ndef outer(use_cuda):\n    def inner(x):\n        if use_cuda:\n"
+        "            return x.cuda()\n        return x\n    return inner\n",
         # a script's parameter switch one call passes False, or the command line chooses
         "import torch\ndef load(m, gpu=True):\n    if gpu:\n        m = m.cuda()\n    return m\n"
         "if __name__ == '__main__':\n    a = load(torch.nn.Linear(2, 2))\n    b = load(torch.nn.Linear(2, 2), gpu=False)\n",
@@ -304,6 +307,12 @@ class HardcodedCuda(Rule):
                 "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
                 "use_cuda = True\nnet = torch.nn.Linear(2, 2)\nif use_cuda:\n    net = net.to(device)\n"),
         Invalid("import torch\nuse_cpu = False\ndef run(x):\n    if not use_cpu:\n        x = x.cuda()\n    return x\n"),
+        # ... read from a function nested in a loop of the script
+        Invalid("import torch\nuse_cuda = True\nfor k in range(2):\n    def batch():\n        x = torch.ones(k)\n"
+                "        if use_cuda:\n            x = x.cuda()\n        return x\n    print(batch())\n",
+                "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "use_cuda = True\nfor k in range(2):\n    def batch():\n        x = torch.ones(k)\n"
+                "        if use_cuda:\n            x = x.to(device)\n        return x\n    print(batch())\n"),
         # ... or passed so by every call of a script's function (here through a second one)
         Invalid("import torch\ndef build(gpu=True):\n    m = torch.nn.Linear(2, 2)\n    if gpu:\n        m.cuda()\n"
                 "    return m\ndef load(gpu):\n    return build(gpu=gpu)\n"

@@ -389,45 +389,39 @@ def _switch_value(facts, name: cst.Name, depth: int = 4) -> Optional[bool]:
     function called from elsewhere or passed around, is the user's choice."""
     if depth <= 0:
         return None
-    scope = _switch_scopes(facts).get(id(name), False)
-    if scope is False or isinstance(scope, (cst.ClassDef, cst.Lambda)):
-        return None  # (a class body, a lambda or a nested function: not followed)
-    if scope is not None and name.value in facts.assigned_in.get(scope, ()):
-        return _param_switch(facts, scope, name.value, depth)
+    chain = _switch_scopes(facts).get(id(name))
+    if chain is None or (chain and isinstance(chain[0], (cst.ClassDef, cst.Lambda))):
+        return None  # (read in a class body or a lambda: not followed)
+    # the function whose name it reads: the innermost that binds it (a class body binds nothing
+    # its methods can read), else the module
+    binder = next((fn for fn in chain if isinstance(fn, cst.FunctionDef) and name.value in facts.assigned_in.get(fn, ())),
+                  None)
+    if binder is not None:
+        return _param_switch(facts, binder, name.value, depth) if binder is chain[0] else None
     values = facts.values
     value = _bool(values.sole_value(name.value, None)) if values is not None else None
     if value is None or _setting_cell(facts, name.value):
-        return None
-    if scope is not None and _declares_global(scope, name.value):
         return None
     return value
 
 
 def _switch_scopes(facts) -> dict:
-    """id(Name) -> the function (or class, lambda) whose code reads it, None at module level,
-    False inside a nested function: for the names that look like switches (read once per file,
-    when a switch is first asked about)."""
+    """id(Name) -> the scopes (functions, classes, lambdas) around it, innermost first, for the
+    names that look like switches (read once per file, when a switch is first asked about)."""
     out = facts.__dict__.get("_switch_scopes")
     if out is None:
         out = facts.__dict__["_switch_scopes"] = {}
-        stack: list = [(facts.module, None)]
+        stack: list = [(facts.module, ())]
         while stack:
-            node, scope = stack.pop()
+            node, chain = stack.pop()
             for child in node.children:
                 if isinstance(child, cst.Name):
                     if _NAMEISH_FLAG.search(child.value) or _CPU_FLAG.fullmatch(child.value):
-                        out[id(child)] = scope
+                        out[id(child)] = chain
                     continue
-                if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                    inner = child if scope is None or isinstance(scope, cst.ClassDef) else False
-                else:
-                    inner = scope
+                inner = (child, *chain) if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) else chain
                 stack.append((child, inner))
     return out
-
-
-def _declares_global(fn: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names) for n in nodes(fn))
 
 
 def _param_switch(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bool]:
