@@ -592,6 +592,14 @@ class ContextTracker(BatchableCSTVisitor):
         if guards.try_guards(node):
             self.guard_depth -= 1
 
+    def visit_ExceptHandler_body(self, node: cst.ExceptHandler) -> None:
+        if guards.oom_handler(node):
+            self.guard_depth += 1  # the fallback after a GPU ran out of memory runs on GPU machines
+
+    def leave_ExceptHandler_body(self, node: cst.ExceptHandler) -> None:
+        if guards.oom_handler(node):
+            self.guard_depth -= 1
+
     def visit_IfExp_body(self, node: cst.IfExp) -> None:
         self._push_if(node.test, 1)
 

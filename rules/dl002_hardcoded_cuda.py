@@ -92,6 +92,9 @@ class HardcodedCuda(Rule):
         "import sys\nimport torch\nuse_cuda = True\nif '--cpu' in sys.argv:\n    use_cuda = False\n"
         "if use_cuda:\n    torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = True\ndef run(x, use_cuda=False):\n    if use_cuda:\n        x = x.cuda()\n    return x\n",
+        # the fallback after the GPU ran out of memory: it runs only where a GPU is
+        "import torch\ndef run(model, x):\n    try:\n        return model(x)\n    except RuntimeError as e:\n"
+        "        if 'out of memory' not in str(e):\n            raise\n        return model.cpu()(x.cpu()).cuda()\n",
         # read from a closure: the enclosing function's parameter, not the module's constant
         "import torch\nuse_cuda = True\ndef outer(use_cuda):\n    def inner(x):\n        if use_cuda:\n"
         "            return x.cuda()\n        return x\n    return inner\n",
@@ -307,6 +310,9 @@ class HardcodedCuda(Rule):
                 "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
                 "use_cuda = True\nnet = torch.nn.Linear(2, 2)\nif use_cuda:\n    net = net.to(device)\n"),
         Invalid("import torch\nuse_cpu = False\ndef run(x):\n    if not use_cpu:\n        x = x.cuda()\n    return x\n"),
+        # a handler of any other runtime error may run on a machine without CUDA
+        Invalid("import torch\ndef run(model, x):\n    try:\n        return model(x)\n    except RuntimeError:\n"
+                "        print('retrying')\n        return model(x.cuda())\n"),
         # ... read from a function nested in a loop of the script
         Invalid("import torch\nuse_cuda = True\nfor k in range(2):\n    def batch():\n        x = torch.ones(k)\n"
                 "        if use_cuda:\n            x = x.cuda()\n        return x\n    print(batch())\n",

@@ -607,6 +607,34 @@ def try_guards(try_node: cst.CSTNode) -> bool:
     return False
 
 
+_OOM_ERRORS = frozenset({"torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError", "OutOfMemoryError"})
+# what a handler for GPU memory running out says: "CUDA out of memory", "OOM", `is_oom(err)`
+_OOM_WORDS = re.compile(r"out of memory|out_of_memory|(?:^|[^A-Za-z])OOM(?:[^A-Za-z]|$)|(?:^|_)oom(?:_|$)")
+
+
+def oom_handler(handler: cst.ExceptHandler) -> bool:
+    """``except torch.cuda.OutOfMemoryError:``, or ``except RuntimeError:`` whose handler speaks of
+    running out of memory (``if "out of memory" in str(e):``, ``is_oom_exception(err)``, a message
+    saying OOM): the fallback of GPU work that ran out of GPU memory. It runs only where a GPU is,
+    so what it moves back with ``.cuda()`` is on a GPU path."""
+    t = handler.type
+    if t is None:
+        return False
+    kinds = {dotted(k) for k in ([e.value for e in t.elements] if isinstance(t, cst.Tuple) else [t])}
+    if kinds & _OOM_ERRORS:
+        return True
+    if "RuntimeError" not in kinds:
+        return False
+    for n in nodes(handler.body, into_scopes=False):
+        if isinstance(n, cst.SimpleString) and _OOM_WORDS.search(n.value):
+            return True
+        if isinstance(n, cst.FormattedStringText) and _OOM_WORDS.search(n.value):
+            return True
+        if isinstance(n, cst.Call) and _OOM_WORDS.search((dotted(n.func) or "").rsplit(".", 1)[-1]):
+            return True
+    return False
+
+
 # ---------------------------------------------------------------------------------
 # statements that make sure the rest of their block runs with a GPU
 # ---------------------------------------------------------------------------------
