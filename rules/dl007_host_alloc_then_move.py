@@ -170,6 +170,7 @@ class HostAllocThenMove(Rule):
         "import torch\nkw = {}\nx = torch.zeros(3, **kw).to('cpu')\n",
         # a fill from a value that may be a device tensor; a method taking a tensor; data
         "import torch\ndef f(v, device):\n    return torch.FloatTensor(3).fill_(v).to(device)\n",
+        "import torch\nlabel = 0\ndef f(device, label):\n    return torch.FloatTensor(3).fill_(label).to(device)\n",
         "import torch\ndef f(y, device):\n    return torch.ones(3).expand_as(y).to(device)\n",
         "import torch\ndef f(device):\n    return torch.LongTensor([1, 2]).fill_(0).to(device)\n",
         # a host build placed on the host: nothing is copied
@@ -180,6 +181,13 @@ class HostAllocThenMove(Rule):
         "def mask(n, x):\n    return torch.full((n, n), float('-inf')).to(x.device)\n",
     ]
     INVALID = [
+        # a fill from the script's constant label: a number, so the fill could happen on the device
+        Invalid(
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "source_label = 0\ndef target(n):\n    return torch.FloatTensor(n, 1).fill_(source_label).to(device)\n",
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "source_label = 0\ndef target(n):\n    return torch.full((n, 1), source_label, dtype=torch.float32, device=device)\n",
+        ),
         # the module's device asked of a method named for it
         Invalid(
             "import torch\nfrom torch import nn\nclass C(nn.Module):\n    def _device(self):\n"
