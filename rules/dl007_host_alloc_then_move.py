@@ -181,12 +181,18 @@ class HostAllocThenMove(Rule):
         "def mask(n, x):\n    return torch.full((n, n), float('-inf')).to(x.device)\n",
     ]
     INVALID = [
-        # a fill from the script's constant label: a number, so the fill could happen on the device
+        # a fill from the script's constant label (module-level or local): a number, so it could be made there
         Invalid(
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
             "source_label = 0\ndef target(n):\n    return torch.FloatTensor(n, 1).fill_(source_label).to(device)\n",
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
             "source_label = 0\ndef target(n):\n    return torch.full((n, 1), source_label, dtype=torch.float32, device=device)\n",
+        ),
+        Invalid(
+            "import torch\ndef train(device, n):\n    real = 1\n    for i in range(n):\n"
+            "        y = torch.FloatTensor(n, 1).fill_(real).to(device)\n        print(y)\n",
+            "import torch\ndef train(device, n):\n    real = 1\n    for i in range(n):\n"
+            "        y = torch.full((n, 1), real, dtype=torch.float32, device=device)\n        print(y)\n",
         ),
         # the module's device asked of a method named for it
         Invalid(

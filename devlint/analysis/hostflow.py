@@ -607,14 +607,15 @@ def host_build(facts, expr: cst.BaseExpression) -> Optional[HostBuild]:
     return out if _build(facts, expr, out) and (out.factories or out.legacy) else None
 
 
-def _module_number(facts, e: cst.BaseExpression) -> bool:
-    """A name bound once, at module level, to a number (``source_label = 0``) and bound in no
-    function: a Python number wherever it is read."""
+def _number_name(facts, e: cst.BaseExpression) -> bool:
+    """A name every scope of the file that binds it binds once, to a number (``source_label = 0``
+    in ``main()`` or at module level), and no parameter is called: a Python number wherever it is
+    read."""
     if not isinstance(e, cst.Name) or facts.values is None:
         return False
-    v = facts.values.sole_value(e.value, None)
-    return isinstance(v, (cst.Integer, cst.Float)) and not any(
-        e.value in names for scope, names in facts.assigned_in.items() if scope is not None)
+    scopes = [scope for scope, names in facts.assigned_in.items() if e.value in names]
+    return bool(scopes) and all(isinstance(facts.values.sole_value(e.value, scope), (cst.Integer, cst.Float))
+                                for scope in scopes)
 
 
 def _build(facts, e: cst.BaseExpression, out: HostBuild) -> bool:
@@ -628,7 +629,7 @@ def _build(facts, e: cst.BaseExpression, out: HostBuild) -> bool:
             value = e.args[0].value if f.attr.value == "fill_" and len(e.args) == 1 else None
             if f.attr.value == "fill_" and (value is None or e.args[0].keyword is not None
                                             or not (isinstance(value, (cst.Integer, cst.Float, cst.UnaryOperation))
-                                                    or _module_number(facts, value))):
+                                                    or _number_name(facts, value))):
                 return False  # a fill from a name may be a tensor on any device
             out.legacy.append((f.value, e, value))
             return True
