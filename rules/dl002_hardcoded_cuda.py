@@ -95,6 +95,9 @@ class HardcodedCuda(Rule):
         # the fallback after the GPU ran out of memory: it runs only where a GPU is
         "import torch\ndef run(model, x):\n    try:\n        return model(x)\n    except RuntimeError as e:\n"
         "        if 'out of memory' not in str(e):\n            raise\n        return model.cpu()(x.cpu()).cuda()\n",
+        # a function may turn the module's switch off at run time
+        "import sys\nimport torch\nuse_cuda = True\ndef parse():\n    global use_cuda\n"
+        "    use_cuda = '--cpu' not in sys.argv\nparse()\nx = torch.ones(2)\nif use_cuda:\n    x = x.cuda()\n",
         # read from a closure: the enclosing function's parameter, not the module's constant
         "import torch\nuse_cuda = True\ndef outer(use_cuda):\n    def inner(x):\n        if use_cuda:\n"
         "            return x.cuda()\n        return x\n    return inner\n",

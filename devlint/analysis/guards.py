@@ -400,9 +400,16 @@ def _switch_value(facts, name: cst.Name, depth: int = 4) -> Optional[bool]:
         return _param_switch(facts, binder, name.value, depth) if binder is chain[0] else None
     values = facts.values
     value = _bool(values.sole_value(name.value, None)) if values is not None else None
-    if value is None or _setting_cell(facts, name.value):
-        return None
+    if value is None or _setting_cell(facts, name.value) or any(
+            name.value in names and _declares_global(scope, name.value)
+            for scope, names in facts.assigned_in.items() if isinstance(scope, cst.FunctionDef)):
+        return None  # (a function that declares it `global` and binds it may change it at run time)
     return value
+
+
+def _declares_global(fn: cst.FunctionDef, name: str) -> bool:
+    return any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names)
+               for n in nodes(fn, into_scopes=True))
 
 
 def _switch_scopes(facts) -> dict:
