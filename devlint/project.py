@@ -29,7 +29,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
 from devlint.nnbases import is_module_base
@@ -85,19 +85,24 @@ class ProjectFacts:
     # one of their methods wraps the model in ``DistributedDataParallel(..., device_ids=[...])``
     # unconditionally, so no instance runs without CUDA
     gpu_bases: frozenset = frozenset()
+    # a module this file imports at its top (no condition, no ``try``), directly or through other
+    # project modules imported the same way, imports a package with no CPU path or a compiled
+    # CUDA extension at its own top: the program cannot even start without CUDA
+    cuda_imports: bool = False
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
-                or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases))
+                or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
+                or self.cuda_imports)
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
-                     sorted(self.gpu_bases)))
+                     sorted(self.gpu_bases), self.cuda_imports))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -108,6 +113,35 @@ class ProjectFacts:
 
 
 NONE = ProjectFacts()
+
+
+def _facts_to_json(facts: ProjectFacts) -> dict:
+    """Every field of ``facts`` as JSON (the lint cache keeps them beside the stamps they were
+    read from): a field left out here would make a warm run see less than a cold one."""
+    out: dict = {}
+    for f in fields(ProjectFacts):
+        v = getattr(facts, f.name)
+        if f.name == "module_bases":
+            out[f.name] = sorted([n, m, sorted(o), p] for n, m, o, p in v)
+        elif isinstance(v, frozenset):
+            out[f.name] = sorted(v)
+        else:
+            out[f.name] = v
+    return out
+
+
+def _facts_from_json(fx: dict) -> ProjectFacts:
+    """The inverse of :func:`_facts_to_json` (KeyError for an entry written by another version)."""
+    kw: dict = {}
+    for f in fields(ProjectFacts):
+        v = fx[f.name]
+        if f.name == "module_bases":
+            kw[f.name] = frozenset((n, m, frozenset(o), p) for n, m, o, p in v)
+        elif isinstance(f.default, frozenset):
+            kw[f.name] = frozenset(v)
+        else:
+            kw[f.name] = bool(v)
+    return ProjectFacts(**kw)
 
 
 @dataclass
@@ -180,7 +214,11 @@ def _stops(body: list, in_function: bool) -> bool:
 
 
 # packages with no CPU path: a module importing one at its top runs only with a GPU
-CUDA_ONLY_PACKAGES = ("tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "triton", "cuda", "cutlass")
+CUDA_ONLY_PACKAGES = ("tensorrt", "tensorrt_llm", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "triton",
+                      "cuda", "cutlass", "transformer_engine", "mamba_ssm", "causal_conv1d", "sageattention",
+                      "flashinfer", "tinycudann")
+# ... of which importing any but ``triton`` (installed with torch on Linux) needs CUDA
+_CUDA_ONLY_ROOTS = frozenset(CUDA_ONLY_PACKAGES) - {"triton"}
 _TOP_CUDA_ONLY_IMPORT = re.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
                                    re.M)
 
@@ -705,6 +743,8 @@ def _bare_conversion(source: bytes) -> bool:
 
 _SCRIPT_HINT = re.compile(rb"\n(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()")
 _IMPORT_LINE = re.compile(rb"\n[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
+# the same at a module's top: no indentation, so no condition, ``try`` or function encloses it
+_TOP_IMPORT_LINE = re.compile(rb"\n(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
 _NAME_AS = re.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
 
 
@@ -712,8 +752,18 @@ _NAME_AS = re.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
 def _text_imports(source: bytes) -> list:
     """The imports a module's text spells: ``[module, level, [[name, alias], ...]]`` (shared
     between the questions asked of one text in a run: read it, do not change it)."""
+    return _spelled_imports(source, _IMPORT_LINE)
+
+
+@functools.lru_cache(maxsize=128)
+def _top_imports(source: bytes) -> list:
+    """The imports a module always runs (at its top, unindented), as :func:`_text_imports`."""
+    return _spelled_imports(source, _TOP_IMPORT_LINE)
+
+
+def _spelled_imports(source: bytes, line: re.Pattern) -> list:
     out = []
-    for m in _IMPORT_LINE.finditer(b"\n" + source):
+    for m in line.finditer(b"\n" + source):
         dots, module, names, plain = (g.decode("utf-8", "replace") if g is not None else None for g in m.groups())
         if plain is not None:
             for part in plain.replace("\\", " ").split(","):
@@ -1238,6 +1288,50 @@ class ProjectIndex:
         self._checked[key] = _RUN[0]
         return self._exts
 
+    def _imports_cuda_only(self, path: str, source: bytes) -> bool:
+        """ProjectFacts.cuda_imports: the file, or a project module it imports at its top
+        (through up to three such modules), imports at its top a package with no CPU path
+        (CUDA_ONLY_PACKAGES but ``triton``), a compiled CUDA extension the project builds, or
+        one named as ``torch.utils.cpp_extension`` builds are (``causal_conv1d_cuda``) that is
+        no module of the project."""
+        seen = {path}
+        frontier = [(path, source)]
+        for _ in range(4):
+            nxt = []
+            for p, text in frontier:
+                tops = _top_imports(text)
+                if not tops:
+                    continue
+                if self._names_cuda_only(p, tops):
+                    return True
+                for target, _names in self._imports(p, Summary(imports=tops)):
+                    if target not in seen:
+                        seen.add(target)
+                        t = self._text(target)
+                        if t is not None:
+                            nxt.append((target, t[1]))
+            frontier = nxt
+        return False
+
+    def _names_cuda_only(self, path: str, tops: list) -> bool:
+        built = None
+        for module, level, names in tops:
+            if level:
+                continue
+            spelled = [module] if not names else [module] + [f"{module}.{n}" for n, _a in names]
+            for dotted_name in spelled:
+                root, last = dotted_name.split(".")[0], dotted_name.rsplit(".", 1)[-1]
+                if root in _CUDA_ONLY_ROOTS:
+                    return True
+                if built is None:
+                    built = self._built_extensions()
+                if dotted_name in built or last in built:
+                    return True
+            if not names and module.endswith("_cuda") and "." not in module \
+                    and not self._imports(path, Summary(imports=[[module, 0, []]])):
+                return True  # `import causal_conv1d_cuda`: a compiled extension from elsewhere
+        return False
+
     def _extensions_named(self, source: bytes, imported: list) -> frozenset:
         """The names this file gives compiled CUDA extensions of the project (ProjectFacts.extensions)."""
         out = set()
@@ -1590,14 +1684,7 @@ class ProjectIndex:
             for dep, stamp in data["deps"]:
                 if _stamp(dep) != (tuple(stamp) if stamp is not None else None):
                     return None
-            fx = data["facts"]
-            return ProjectFacts(cuda_only=fx["cuda_only"], cuda_entry=frozenset(fx["cuda_entry"]),
-                                host_files=frozenset(fx["host_files"]), host_program=fx["host_program"],
-                                module_bases=frozenset((n, m, frozenset(o), p) for n, m, o, p in fx["module_bases"]),
-                                nccl_only=fx["nccl_only"], tensor_functions=frozenset(fx["tensor_functions"]),
-                                defaults_reached=frozenset(fx["defaults_reached"]),
-                                stateless_modules=frozenset(fx["stateless_modules"]),
-                                extensions=frozenset(fx["extensions"]))
+            return _facts_from_json(data["facts"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -1607,13 +1694,7 @@ class ProjectIndex:
             return
         data = {"source": digest, "deps": sorted(([d, list(st) if st else None] for d, st in deps.items()),
                                                  key=lambda x: x[0]),
-                "facts": {"cuda_only": facts.cuda_only, "cuda_entry": sorted(facts.cuda_entry),
-                          "host_files": sorted(facts.host_files), "host_program": facts.host_program,
-                          "module_bases": sorted([n, m, sorted(o), p] for n, m, o, p in facts.module_bases),
-                          "nccl_only": facts.nccl_only, "tensor_functions": sorted(facts.tensor_functions),
-                          "defaults_reached": sorted(facts.defaults_reached),
-                          "stateless_modules": sorted(facts.stateless_modules),
-                          "extensions": sorted(facts.extensions)}}
+                "facts": _facts_to_json(facts)}
         try:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             tmp = f"{entry}.{os.getpid()}.tmp"
@@ -1737,7 +1818,8 @@ class ProjectIndex:
                             tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached,
                             stateless_modules=stateless, extensions=extensions, placing=placing,
                             loader_params=loader_params,
-                            gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset())
+                            gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
+                            cuda_imports=need_cuda and self._imports_cuda_only(path, source))
 
     def _loader_params(self, path: str, source: bytes) -> frozenset:
         """``"validate.val_loader"`` for each module-level function of this file that loops over

@@ -204,6 +204,10 @@ class HardcodedCuda(Rule):
         "    def __init__(self, distributed):\n        self.distributed = distributed\n"
         "    def total(self, v):\n        if self.distributed:\n            v = torch.tensor(v).cuda()\n"
         "            dist.reduce(v, dst=0)\n        return v\n",
+        # a function that always runs a collective needs the process group up: NCCL only, on GPUs
+        "import torch\nimport torch.distributed as dist\ndef setup(rank, n):\n"
+        "    dist.init_process_group(backend='nccl', rank=rank, world_size=n)\n"
+        "def dist_max(x):\n    t = torch.tensor(x).cuda()\n    dist.all_reduce(t, op=dist.ReduceOp.MAX)\n    return t\n",
         # a function's local, or a script's attribute, that nothing reads places nothing
         "import argparse\nimport torch\ndef main():\n    args = argparse.ArgumentParser().parse_args()\n"
         "    args.device = 'cuda:0'\n    dev = 'cuda'\n    print(torch.ones(2))\n"
@@ -346,6 +350,10 @@ class HardcodedCuda(Rule):
                 "    def __init__(self, distributed):\n        self.distributed = distributed\n"
                 "    def total(self, v):\n        if self.distributed:\n            v = torch.tensor(v).cuda()\n"
                 "            dist.reduce(v, dst=0)\n        return v\n"),
+        # ... and so may a function that always runs a collective over one
+        Invalid("import torch\nimport torch.distributed as dist\ndef setup(rank, n):\n"
+                "    dist.init_process_group(backend='gloo', rank=rank, world_size=n)\n"
+                "def dist_max(x):\n    t = torch.tensor(x).cuda()\n    dist.all_reduce(t, op=dist.ReduceOp.MAX)\n    return t\n"),
         # a call that leaves the `None` default reaches the CUDA fallback
         Invalid("import torch\ndef feature(n, device=None):\n    if not device:\n        device = 'cuda'\n"
                 "    return torch.ones(n).to(device)\nprint(feature(3))\n",

@@ -5,6 +5,8 @@ follows an edit of an imported module."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -560,3 +562,51 @@ def test_a_checkpoint_of_python_numbers_saved_by_a_helper_is_host_data(tmp_path,
     assert lint(tmp_path, monkeypatch, "train.py") == []
     write(tmp_path, {"utils.py": helper.replace("{'epoch': epoch + 1}", "{'epoch': epoch + 1, 'best': best}")})
     assert lint(tmp_path, monkeypatch, "train.py") == [("train.py", 5, "DL005")]
+
+
+def test_a_warm_run_sees_every_project_fact_a_cold_run_sees(tmp_path):
+    """The lint cache keeps a file's project facts beside what they were read from. Later runs
+    (separate processes, as a hook's are) that reuse them report what a cold run reports: no fact
+    is dropped on the way through the cache (here: a project base class that trains on GPUs)."""
+    write(tmp_path, {"trainer.py": GPU_TRAINER, "cls_trainer.py": SUBCLASS})
+
+    def run(*args):
+        res = subprocess.run([sys.executable, "-m", "devlint", "check", "--output-format", "json",
+                              "--exit-zero", *args, "."], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return sorted((d["filename"], d["line"], d["code"]) for d in json.loads(res.stdout))
+
+    cold = run("--no-cache")
+    assert [f for f in cold if f[0] == "cls_trainer.py"] == []
+    assert run("--select", "DL002,DL003") == [f for f in cold if f[2] in ("DL002", "DL003")]
+    assert run() == cold  # the facts kept by the run before, under another rule selection
+    assert run() == cold
+
+
+KERNEL = "import torch\nimport causal_conv1d_cuda\n\ndef conv(x, w):\n    return causal_conv1d_cuda.fwd(x, w)\n"
+LAYER = "import torch\nfrom kernels import conv\n\nclass Block(torch.nn.Module):\n    pass\n"
+RUN = ("import torch\nfrom layers import Block\n\nif __name__ == '__main__':\n"
+       "    x = torch.randn(2, 3, device='cuda')\n    print(Block(), x)\n")
+
+
+def test_a_program_whose_imports_need_a_compiled_cuda_kernel_is_cuda_only(tmp_path, monkeypatch):
+    """run.py imports layers.py, which imports kernels.py, which imports a compiled CUDA
+    extension at its top: the script cannot start without CUDA, so its CUDA tensor is by design.
+    Its traps: an import the module only tries (with a fallback), and a project module that
+    happens to be named like an extension, keep the finding."""
+    write(tmp_path, {"kernels.py": KERNEL, "layers.py": LAYER, "run.py": RUN})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "run.py"] == []
+    write(tmp_path, {"kernels.py": KERNEL.replace("import causal_conv1d_cuda\n", "try:\n    import causal_conv1d_cuda\n"
+                                                  "except ImportError:\n    causal_conv1d_cuda = None\n")})
+    assert ("run.py", 5, "DL002") in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"kernels.py": KERNEL, "causal_conv1d_cuda.py": "def fwd(x, w):\n    return x\n"})
+    assert ("run.py", 5, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_a_program_importing_a_tensorrt_runtime_is_cuda_only(tmp_path, monkeypatch):
+    """A project module built on TensorRT (no CPU path) makes the script that imports it
+    CUDA-only; one built on Triton (which installs with torch on Linux) does not."""
+    write(tmp_path, {"trt_runner.py": "import tensorrt as trt\n\nclass Runner:\n    pass\n",
+                     "run.py": RUN.replace("from layers import Block", "from trt_runner import Runner as Block")})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "run.py"] == []
+    write(tmp_path, {"trt_runner.py": "import triton\n\nclass Runner:\n    pass\n"})
+    assert ("run.py", 5, "DL002") in lint(tmp_path, monkeypatch)

@@ -771,11 +771,21 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
     value = small.value if t is cst.Expr or t is cst.Assign or t is cst.AnnAssign else None
     if type(value) is not cst.Call:
         return False
-    if _is_nccl_init(facts, value):
+    if _is_nccl_init(facts, value) or _nccl_collective(facts, value):
         return True
     if type(value.func) in (cst.Name, cst.Attribute) and _names_launcher(facts) and gpu_launcher(facts, value):
         return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
     return _calls_ensuring(facts, value, ensuring)
+
+
+def _nccl_collective(facts, call: cst.Call) -> bool:
+    """``dist.all_reduce(t)`` where no condition encloses it, in a program whose process groups are
+    NCCL only: a collective raises unless a process group is up, and every one is on GPUs."""
+    f = call.func
+    if type(f) is not cst.Attribute or f.attr.value not in _COLLECTIVES or b"distributed" not in facts.source:
+        return False
+    q = facts.qualname(f) or ""
+    return q.startswith("torch.distributed.") and distributed_model(facts).nccl_only
 
 
 def statement_ensures_cuda(facts, stmt: cst.CSTNode, ensuring: Optional[set] = None) -> bool:
@@ -992,7 +1002,8 @@ class GuardModel:
         if _names_launcher(f):
             self._gpu_launched(module, classes)
         # every project script that imports this module requires CUDA (devlint.project)
-        self.file_guarded = self.file_guarded or self.cuda_extension or f.project.cuda_only
+        # ... or the program cannot start without CUDA: what it imports imports a CUDA-only package
+        self.file_guarded = self.file_guarded or self.cuda_extension or f.project.cuda_only or f.project.cuda_imports
 
     def _gpu_trainers(self, classes: list) -> None:
         f = self.facts
@@ -1148,8 +1159,8 @@ def _returned(fn: cst.FunctionDef) -> cst.BaseExpression:
 
 
 # packages that only run on an NVIDIA GPU: code importing them has no CPU path
-_CUDA_ONLY_FILE = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "cuda",
-                            "cutlass"})
+# (``triton`` installs with torch on Linux, so importing it says nothing until a kernel runs)
+_CUDA_ONLY_FILE = frozenset(CUDA_ONLY_PACKAGES) - {"triton"}
 _CUDA_ONLY_FUNCTION = _CUDA_ONLY_FILE | {"triton"}
 _CUDA_ONLY_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
                                re.M)
