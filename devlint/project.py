@@ -1609,8 +1609,12 @@ class ProjectIndex:
         classes, aliases = self._class_info(path)
         if "." not in spelled and spelled in classes:
             info = classes[spelled]
-            if not info.stateless or not info.bases:
+            if info.held is None or not info.bases:
                 return False
+            for name in info.held:  # each held instance: a plain class, or a stateless module
+                if name == spelled or not (self._plain_class(path, name, depth - 1)
+                                           or self._stateless_class(path, name, depth - 1)):
+                    return False
             for base in info.bases:
                 q = aliases.get(base.split(".")[0])
                 qualified = q + base[len(base.split(".")[0]):] if q is not None else None
@@ -1623,6 +1627,23 @@ class ProjectIndex:
             for n, a in names or ():
                 if (a or n) == spelled:
                     return self._stateless_class(target, n, depth - 1)
+        return False
+
+    def _plain_class(self, path: str, spelled: str, depth: int) -> bool:
+        """The class ``spelled`` as seen from ``path`` is a plain class of the project (no base
+        but ``object``): not an nn.Module, so a Module's ``.cuda()`` never reaches its instances."""
+        if depth <= 0 or not spelled.isidentifier():
+            return False
+        text = self._text(path)
+        if text is None:
+            return False
+        if re.search(rb"\nclass[ \t]+" + spelled.encode() + rb"\b", b"\n" + text[1]):
+            return re.search(rb"\nclass[ \t]+" + spelled.encode() + rb"[ \t]*(?:\([ \t]*(?:object)?[ \t]*\))?[ \t]*:",
+                             b"\n" + text[1]) is not None
+        for target, names in self.imports(path):
+            for n, a in names or ():
+                if (a or n) == spelled:
+                    return self._plain_class(target, n, depth - 1)
         return False
 
     def module_bases(self, path: str, source: bytes, imports: list) -> frozenset:
@@ -2003,8 +2024,12 @@ class _ClassInfo:
         return frozenset(x.decode() for x in set(_REGISTERS.findall(self._body)) | set(_SELF_ASSIGN.findall(self._body)))
 
     @functools.cached_property
-    def stateless(self) -> bool:  # holds no parameter, buffer or stateful submodule of its own
+    def held(self) -> Optional[frozenset]:  # see _stateless
         return _stateless(self._body)
+
+    @functools.cached_property
+    def stateless(self) -> bool:  # holds no parameter, buffer or stateful submodule of its own
+        return self.held is not None and not self.held
 
     @functools.cached_property
     def gpu(self) -> bool:  # a method wraps the model in DistributedDataParallel(device_ids=...) unconditionally
@@ -2025,13 +2050,17 @@ _WEIGHTLESS_NN = frozenset(
     PairwiseDistance""".split())
 
 
-def _stateless(body: bytes) -> bool:
+def _stateless(body: bytes) -> Optional[frozenset]:
     """A class body that gives its instances no parameter, buffer or stateful submodule: every
-    ``self.x = ...`` is a literal, a weightless torch.nn layer or loss (no ``weight``), or a value
-    passed in that the class never calls nor reads attributes of (a flag, a margin, not a module).
-    ``.cuda()`` on such a Module moves nothing."""
+    ``self.x = ...`` is a literal, a weightless torch.nn layer or loss (no ``weight``), a value
+    passed in that the class never calls nor reads attributes of (a flag, a margin, not a module),
+    or an instance of a class named here (``self.iou = IOUloss(eps=1e-7)``). ``.cuda()`` on such a
+    Module moves nothing, provided each class named is a plain class (not an nn.Module: no
+    ``.cuda()`` reaches it) or a stateless module itself. Returns those names (empty: none),
+    or None when the body holds state."""
     if _STATEFUL.search(body):
-        return False
+        return None
+    held: set = set()
     for attr, value in _SELF_VALUE.findall(body):
         value = value.strip()
         if _LITERAL.fullmatch(value):
@@ -2042,11 +2071,19 @@ def _stateless(body: bytes) -> bool:
             if (layer in _WEIGHTLESS_NN or layer.endswith(b"Loss")) and b"weight" not in args \
                     and not (layer.endswith(b"Loss") and args.strip() and b"=" not in args.split(b",")[0]):
                 continue  # (a loss's first positional argument is a weight tensor)
-            return False
+            return None
         if re.fullmatch(rb"[A-Za-z_]\w*", value) and not re.search(rb"\bself\." + attr + rb"[ \t]*[.(\[]", body):
             continue  # a value passed in, only tested or computed with
-        return False
-    return True
+        m = _HELD_CALL.fullmatch(value)
+        if m is not None:
+            held.add(m.group(1).decode())
+            continue
+        return None
+    return frozenset(held)
+
+
+# `IOUloss(box_format="xyxy", eps=1e-10)`: an instance of a class the module names (on one line)
+_HELD_CALL = re.compile(rb"([A-Z]\w*)\([^()\n]*\)")
 
 
 def classes_of(source: bytes) -> dict:

@@ -208,6 +208,11 @@ class HardcodedCuda(Rule):
         "import torch\nimport torch.distributed as dist\ndef setup(rank, n):\n"
         "    dist.init_process_group(backend='nccl', rank=rank, world_size=n)\n"
         "def dist_max(x):\n    t = torch.tensor(x).cuda()\n    dist.all_reduce(t, op=dist.ReduceOp.MAX)\n    return t\n",
+        # a block that pins this rank's GPU and starts a process group is a multi-GPU launch
+        "import torch\nimport torch.distributed as dist\ndef setup(local_rank, n):\n    if local_rank != -1:\n"
+        "        torch.cuda.set_device(local_rank)\n        device = torch.device('cuda', local_rank)\n"
+        "        dist.init_process_group(backend='nccl' if dist.is_nccl_available() else 'gloo', world_size=n)\n"
+        "    else:\n        device = torch.device('cpu')\n    return device\n",
         # a function's local, or a script's attribute, that nothing reads places nothing
         "import argparse\nimport torch\ndef main():\n    args = argparse.ArgumentParser().parse_args()\n"
         "    args.device = 'cuda:0'\n    dev = 'cuda'\n    print(torch.ones(2))\n"
@@ -350,6 +355,10 @@ class HardcodedCuda(Rule):
                 "    def __init__(self, distributed):\n        self.distributed = distributed\n"
                 "    def total(self, v):\n        if self.distributed:\n            v = torch.tensor(v).cuda()\n"
                 "            dist.reduce(v, dst=0)\n        return v\n"),
+        # ... nor does pinning a GPU without starting a process group launch anything
+        Invalid("import torch\ndef setup(local_rank):\n    if local_rank != -1:\n"
+                "        torch.cuda.set_device(local_rank)\n        device = torch.device('cuda', local_rank)\n"
+                "    else:\n        device = torch.device('cpu')\n    return device\n"),
         # ... and so may a function that always runs a collective over one
         Invalid("import torch\nimport torch.distributed as dist\ndef setup(rank, n):\n"
                 "    dist.init_process_group(backend='gloo', rank=rank, world_size=n)\n"

@@ -42,8 +42,9 @@ class UnregisteredTensorAttribute(Rule):
     any other method of the class assigns (state set in `forward`, a `reset()`), a
     class that is not an `nn.Module`, classes that override `_apply`/`to` to
     move their own attributes, and a tensor built on (or moved to) a device the constructor
-    is given (`.to(device)`, `device=self.device` set from a parameter): it lives where the
-    caller says the model runs.
+    is given (`.to(device)`, `device=self.device` set from a parameter, with or without a
+    default; the `.device` of a module or tensor it is given; a stack of such tensors): it
+    lives where the caller says the model runs.
 
     ## Example
     ```python
@@ -131,6 +132,18 @@ class UnregisteredTensorAttribute(Rule):
         "import torch\nfrom torch import nn\nclass Wrap(nn.Module):\n    def __init__(self, k, device):\n"
         "        super().__init__()\n        self.device = device\n"
         "        self.m = torch.eye(k, device=self.device)\n",
+        # ... with a default when the caller hands none, or on the device of a module it hands in,
+        # or stacked from attributes placed so
+        "import torch\nfrom torch import nn\nclass Wrap(nn.Module):\n    def __init__(self, k, device=None):\n"
+        "        super().__init__()\n        self.device = device if device else torch.device('cpu')\n"
+        "        self.m = torch.eye(k, device=self.device)\n    def forward(self, x):\n        return x @ self.m\n",
+        "import torch\nfrom torch import nn\nclass Focus(nn.Module):\n    def __init__(self, inner):\n"
+        "        super().__init__()\n        device = next(inner.parameters()).device\n"
+        "        self.w = torch.ones(3, 1, 2, 2).to(device)\n    def forward(self, x):\n        return x * self.w\n",
+        "import torch\nfrom torch import nn\nclass Box(nn.Module):\n    def __init__(self, lo, hi, device):\n"
+        "        super().__init__()\n        self.lo = torch.tensor(lo).to(device)\n        self.hi = torch.tensor(hi).to(device)\n"
+        "        self.box = torch.stack([self.lo, self.hi])\n    def forward(self, x):\n"
+        "        return x.clamp(self.box[0], self.box[1]) + self.lo - self.hi\n",
         # every use moves the attribute to the input's device
         "import torch\nfrom torch import nn\nclass STFT(nn.Module):\n    def __init__(self, n):\n"
         "        super().__init__()\n        self.window = torch.ones(n)\n"
@@ -157,6 +170,16 @@ class UnregisteredTensorAttribute(Rule):
         "        self.window = torch.hann_window(2 * n)\n",
     ]
     INVALID = [
+        # a device the constructor picks itself is no caller's choice: the tensor stays there
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Focus(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        device = torch.device('cpu')\n"
+            "        self.w = torch.ones(3).to(device)\n    def forward(self, x):\n        return x * self.w\n",
+            "import torch\nfrom torch import nn\nclass Focus(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        device = torch.device('cpu')\n"
+            "        self.register_buffer(\"w\", torch.ones(3).to(device), persistent=False)\n    def forward(self, x):\n        return x * self.w\n",
+            unsafe=True,
+        ),
         # ... but a row of a 2-D table is a tensor of its own, on the CPU
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"

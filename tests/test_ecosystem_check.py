@@ -55,6 +55,7 @@ def test_extract_lint_score_and_diff(tmp_path):
                         capture_output=True, text=True)
     assert ex.returncode == 0, ex.stderr
     assert (src / "someone+demo" / "train.py").read_text() == SCRIPT
+    assert (src / "someone+demo" / ".git").is_dir()  # a checkout's root marker: devlint's project root
     lines = SCRIPT.splitlines()
     base = {"repo": "someone/demo", "commit": commit, "path": "train.py", "cell": None, "confidence": "high",
             "why": "test", "reason": "other", "elsewhere": False, "weight": 1.0}

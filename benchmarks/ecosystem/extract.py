@@ -8,6 +8,10 @@
 Each repository of ``repos.toml`` lands in ``DEST/<owner>+<name>/`` as the tree of its pinned
 commit, with a ``.devlint-ecosystem`` file recording the commit. A directory
 already holding that commit is left alone, so a second run only fills in what is missing.
+Each tree also gets an empty ``.git`` directory, the marker a clone has: devlint finds the
+project root where a user's checkout has it (without one, a repository whose packages have no
+``__init__.py`` would be read as one project per directory, and imports such as
+``from pkg.utils import f`` would resolve nowhere).
 ``--mirror DIR`` looks for a git directory at ``DIR/<owner>+<name>/repo`` (with or without
 ``.git``) or ``DIR/<owner>+<name>.git`` before cloning; without a mirror each repository is
 fetched at its commit with ``git`` from ``--url`` (default ``https://github.com/{name}.git``).
@@ -26,6 +30,7 @@ import tomllib
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST = os.path.join(HERE, "repos.toml")
 STAMP = ".devlint-ecosystem"
+MARKER = ".git"  # an empty directory: where a checkout's root is
 
 
 def load_manifest(path: str = MANIFEST) -> list[dict]:
@@ -92,6 +97,7 @@ def extract(gitdir: str, commit: str, dest: str) -> tuple[int, int]:
         written += 1
     proc.stdin.close()
     proc.wait()
+    os.makedirs(os.path.join(dest, MARKER), exist_ok=True)
     with open(os.path.join(dest, STAMP), "w") as f:
         f.write(commit + "\n")
     return written, missing
@@ -118,6 +124,7 @@ def main(argv=None) -> int:
         dest = os.path.join(dest_root, slug(name))
         stamp = os.path.join(dest, STAMP)
         if os.path.isfile(stamp) and open(stamp).read().strip() == commit:
+            os.makedirs(os.path.join(dest, MARKER), exist_ok=True)  # (trees extracted before the marker)
             print(f"{name}: already at {commit[:12]}")
             continue
         try:

@@ -771,11 +771,19 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
     value = small.value if t is cst.Expr or t is cst.Assign or t is cst.AnnAssign else None
     if type(value) is not cst.Call:
         return False
-    if _is_nccl_init(facts, value) or _nccl_collective(facts, value):
+    if _is_nccl_init(facts, value) or _nccl_collective(facts, value) or _pin(facts, value):
         return True
     if type(value.func) in (cst.Name, cst.Attribute) and _names_launcher(facts) and gpu_launcher(facts, value):
         return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
     return _calls_ensuring(facts, value, ensuring)
+
+
+def _pin(facts, call: cst.Call) -> bool:
+    """``torch.cuda.set_device(local_rank)`` in a block that also starts a process group: one GPU
+    per rank, a multi-GPU launch; what follows it in that block is part of it."""
+    f = call.func
+    return (type(f) is cst.Attribute and f.attr.value == "set_device" and b"init_process_group" in facts.source
+            and call in distributed_model(facts).pins)
 
 
 def _nccl_collective(facts, call: cst.Call) -> bool:

@@ -1069,31 +1069,65 @@ class ValueModel:
     def on_argument_device(self, expr: cst.CSTNode, fn: cst.FunctionDef) -> bool:
         """``expr`` is built on, or moved to, a device the caller of ``fn`` hands it: a
         parameter (``device=device``), an attribute ``fn`` sets from one (``self.device =
-        device``), or an argument tensor's ``.device``: it lives where the caller says the
-        model runs, not on the CPU by default."""
+        device``, ``self.device = device if device else torch.device("cpu")``), the ``.device``
+        of an argument (``x.device``, ``next(model.parameters()).device``, directly or through a
+        local bound to it), or a stack of attributes ``fn`` placed so (``torch.stack([self.lo,
+        self.hi])``): it lives where the caller says the model runs, not on the CPU by default."""
         dev = self.explicit_device(expr)
         if dev is None:
-            return False
+            return self._stacks_placed(expr, fn)
+        params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}
+        first = fn.params.params[0].name.value if fn.params.params else None
+        if isinstance(dev, cst.Name) and dev.value not in params:
+            bound = _single_local(fn, dev.value)  # `device = next(m.parameters()).device`
+            if bound is not None:
+                dev = bound
         if isinstance(dev, cst.Call) and self.names.qualname(dev.func) == "torch.device" and dev.args:
             dev = dev.args[0].value
-        params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}
-        if isinstance(dev, cst.Attribute) and dev.attr.value == "device" and isinstance(dev.value, cst.Name):
-            if dev.value.value in params and fn.params.params and dev.value.value != fn.params.params[0].name.value:
-                return True  # `x.device` of an argument tensor
+        if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+            root = _root_name(dev.value)
+            if root is not None and root in params and root != first:
+                return True  # `x.device` of an argument tensor or module
         if isinstance(dev, cst.Name):
             return dev.value in params
         d = dotted(dev)
-        if d is None or d.count(".") != 1 or not fn.params.params:
-            return False
-        if d.split(".")[0] != fn.params.params[0].name.value:
+        if d is None or d.count(".") != 1 or first is None or d.split(".")[0] != first:
             return False
         for st in statements(fn.body):
             if isinstance(st, cst.Assign) and len(st.targets) == 1 and dotted(st.targets[0].target) == d:
-                v = st.value
-                if isinstance(v, cst.Call) and self.names.qualname(v.func) == "torch.device" and v.args:
-                    v = v.args[0].value
-                return isinstance(v, cst.Name) and v.value in params
+                return self._given(st.value, params)
         return False
+
+    def _given(self, v: cst.BaseExpression, params: set) -> bool:
+        """``device``, ``torch.device(device)``, ``device if device else "cpu"``, ``device or "cpu"``:
+        a value the caller hands in (with a default when it hands none)."""
+        if isinstance(v, cst.Call) and self.names.qualname(v.func) == "torch.device" and v.args:
+            v = v.args[0].value
+        if isinstance(v, cst.IfExp):
+            return self._given(v.body, params) or self._given(v.orelse, params)
+        if isinstance(v, cst.BooleanOperation) and isinstance(v.operator, cst.Or):
+            return self._given(v.left, params)
+        return isinstance(v, cst.Name) and v.value in params
+
+    def _stacks_placed(self, expr: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """``torch.stack([self.lo, self.hi])`` / ``torch.cat((...))`` of attributes ``fn`` built on a
+        device its caller hands it."""
+        if not (isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None
+                and isinstance(expr.args[0].value, (cst.List, cst.Tuple))
+                and self.names.qualname(expr.func) in ("torch.stack", "torch.cat", "torch.concat")):
+            return False
+        elements = expr.args[0].value.elements
+        if not elements:
+            return False
+        for e in elements:
+            d = dotted(e.value) if not isinstance(e, cst.StarredElement) else None
+            if d is None or d.count(".") != 1:
+                return False
+            values = [st.value for st in statements(fn.body)
+                      if isinstance(st, cst.Assign) and len(st.targets) == 1 and dotted(st.targets[0].target) == d]
+            if len(values) != 1 or values[0] is expr or not self.on_argument_device(values[0], fn):
+                return False
+        return True
 
     def explicit_device(self, expr: cst.CSTNode) -> Optional[cst.BaseExpression]:
         """The device expression a tensor expression is built on or last moved to, read off
@@ -1192,3 +1226,48 @@ def sets_default_device(facts) -> bool:
         facts._sets_default_device = v
     return v
 
+
+def _root_name(node: cst.CSTNode) -> Optional[str]:
+    """``model`` for ``next(model.parameters())`` / ``model.fc.weight`` / ``x[0]``."""
+    while True:
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value in ("next", "iter") and node.args:
+                node = node.args[0].value
+            else:
+                node = node.func
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        else:
+            return node.value if isinstance(node, cst.Name) else None
+
+
+def _single_local(fn: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:
+    """The value of the one statement of ``fn`` that binds local ``name``, when nothing else
+    (an augmented assignment, a loop or ``with`` target, an unpacking) binds it."""
+    found = []
+    for st in statements(fn.body):
+        t = type(st)
+        if t is cst.Assign:
+            for tg in st.targets:
+                if type(tg.target) is cst.Name:
+                    if tg.target.value == name:
+                        found.append(st.value)
+                elif _binds(tg.target, name):
+                    return None
+        elif t in (cst.AugAssign, cst.AnnAssign) and _binds(st.target, name):
+            return None
+        elif t is cst.For and _binds(st.target, name):
+            return None
+        elif t is cst.With and any(i.asname is not None and _binds(i.asname.name, name) for i in st.items):
+            return None
+    return found[0] if len(found) == 1 else None
+
+
+def _binds(target: cst.CSTNode, name: str) -> bool:
+    if type(target) is cst.Name:
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(e.value, name) for e in target.elements)
+    if type(target) is cst.StarredElement:
+        return _binds(target.value, name)
+    return False
