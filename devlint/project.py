@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 17
+SUMMARY_VERSION = 18
 
 
 @dataclass(frozen=True)
@@ -89,20 +89,23 @@ class ProjectFacts:
     # project modules imported the same way, imports a package with no CPU path or a compiled
     # CUDA extension at its own top: the program cannot even start without CUDA
     cuda_imports: bool = False
+    # names of project functions this file imports that answer "is a process group up"
+    # (``is_dist_avail_and_initialized``): where the program's groups are NCCL only, true means GPUs
+    dist_checks: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
-                or self.cuda_imports)
+                or self.cuda_imports or bool(self.dist_checks))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
-                     sorted(self.gpu_bases), self.cuda_imports))
+                     sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -157,6 +160,9 @@ class Summary:
     places: bool = False  # places any value on a device
     backends: list = field(default_factory=list)  # per init_process_group call: its backend, or None
     tensor_returns: list = field(default_factory=list)  # top-level functions returning tuples of array-likes
+    # top-level functions answering "is a process group up" (``return dist.is_initialized()``,
+    # ``if not dist.is_initialized(): return False`` ... ``return True``)
+    dist_checks: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -889,7 +895,35 @@ def summarize(source: bytes) -> Optional[Summary]:
     s.backends = _backends(tree, b"set_device" in source, flat) if b"init_process_group" in source else []
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
     s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
+    s.dist_checks = sorted(fn.name for fn in funcs if b"is_initialized" in source and _dist_check(fn))
     return s
+
+
+def _is_initialized_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and (_dotted(node.func) or "").endswith(("dist.is_initialized",
+                                                                             "distributed.is_initialized"))
+
+
+def _dist_check(fn: ast.AST) -> bool:
+    """``fn`` returns whether a process group is up: ``return dist.is_available() and
+    dist.is_initialized()``, or ``if not dist.is_initialized(): return False`` (among other such
+    early ``return False``) then ``return True``."""
+    body = [st for st in fn.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        v = body[0].value
+        parts = v.values if isinstance(v, ast.BoolOp) and isinstance(v.op, ast.And) else [v]
+        return any(_is_initialized_call(x) for x in parts)
+    if not body or not (isinstance(body[-1], ast.Return) and isinstance(body[-1].value, ast.Constant)
+                        and body[-1].value.value is True):
+        return False
+    found = False
+    for st in body[:-1]:
+        if not (isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.body[0], ast.Return)
+                and isinstance(st.body[0].value, ast.Constant) and st.body[0].value.value is False):
+            return False
+        t = st.test
+        found = found or (isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and _is_initialized_call(t.operand))
+    return found
 
 
 # NumPy arrays have these too, but no `.to()`: what DL001 asks is whether a converted value is a tensor
@@ -1781,6 +1815,18 @@ class ProjectIndex:
                 funcs = set(s.cuda_functions)
                 # `from utils import init as setup` is called `setup(...)`; `import utils` as `utils.init(...)`
                 entry |= {a or n for n, a in names if n in funcs} if names is not None else funcs
+        checks: set = set()
+        if need_cuda and b"dist" in source:
+            for target, names in imported:
+                if not self._words(target, (b"is_initialized",)):
+                    continue
+                if names is not None and not _calls_any(source, [a or n for n, a in names]):
+                    continue
+                s = self.summary(target)
+                if s is None or not s.dist_checks:
+                    continue
+                funcs = set(s.dist_checks)
+                checks |= {a or n for n, a in names if n in funcs} if names is not None else funcs
         cuda_only = False
         nccl_only = False
         program = {t for t, _ in imported}
@@ -1811,6 +1857,15 @@ class ProjectIndex:
                         s = self.summary(p)
                         backends += s.backends if s is not None else [None]
             nccl_only = bool(backends) and all(b == "nccl" for b in backends)
+        if checks and not nccl_only:
+            # asked "is a process group up" through a project function: the groups the project
+            # modules this file imports start (the helper's own module among them)
+            backends = []
+            for p in self.closure(path):
+                if p != path and self._words(p, _INIT_WORDS):
+                    s = self.summary(p)
+                    backends += s.backends if s is not None else [None]
+            nccl_only = bool(backends) and all(b == "nccl" for b in backends)
         host_files: frozenset = frozenset()
         host_program = False
         if need_ckpt:
@@ -1840,7 +1895,8 @@ class ProjectIndex:
                             stateless_modules=stateless, extensions=extensions, placing=placing,
                             loader_params=loader_params,
                             gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
-                            cuda_imports=need_cuda and self._imports_cuda_only(path, source))
+                            cuda_imports=need_cuda and self._imports_cuda_only(path, source),
+                            dist_checks=frozenset(checks))
 
     def _loader_params(self, path: str, source: bytes) -> frozenset:
         """``"validate.val_loader"`` for each module-level function of this file that loops over

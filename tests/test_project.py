@@ -610,3 +610,35 @@ def test_a_program_importing_a_tensorrt_runtime_is_cuda_only(tmp_path, monkeypat
     assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "run.py"] == []
     write(tmp_path, {"trt_runner.py": "import triton\n\nclass Runner:\n    pass\n"})
     assert ("run.py", 5, "DL002") in lint(tmp_path, monkeypatch)
+
+
+DIST = ("import torch.distributed as dist\n\ndef is_dist_avail_and_initialized():\n"
+        "    if not dist.is_available():\n        return False\n    if not dist.is_initialized():\n"
+        "        return False\n    return True\n\ndef init_distributed_mode(rank, world):\n"
+        "    dist.init_process_group(backend='nccl', rank=rank, world_size=world)\n")
+METRICS = ("import torch\nimport torch.distributed as dist\nfrom dist_utils import is_dist_avail_and_initialized\n\n"
+           "class SmoothedValue:\n    def __init__(self):\n        self.total = 0.0\n\n"
+           "    def synchronize_between_processes(self):\n        if not is_dist_avail_and_initialized():\n"
+           "            return\n        t = torch.tensor([self.total], device='cuda')\n        dist.all_reduce(t)\n"
+           "        self.total = t.item()\n")
+
+
+def test_a_project_helper_asking_whether_the_nccl_group_is_up_guards_the_gpu_branch(tmp_path, monkeypatch):
+    """`if not is_dist_avail_and_initialized(): return` with the helper in another file: past it a
+    process group is up, and every group the project starts is NCCL, so the CUDA tensor is by
+    design. Its traps: a project whose group may be gloo, and a helper that asks only whether
+    torch.distributed is available, keep the finding."""
+    write(tmp_path, {"dist_utils.py": DIST, "metrics.py": METRICS})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "metrics.py"] == []
+    write(tmp_path, {"dist_utils.py": DIST.replace("backend='nccl'", "backend='gloo'")})
+    assert ("metrics.py", 12, "DL002") in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"dist_utils.py": DIST.replace("    if not dist.is_initialized():\n        return False\n", "")})
+    assert ("metrics.py", 12, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_summary_reads_which_functions_ask_whether_a_process_group_is_up():
+    src = (b"import torch.distributed as dist\n\ndef is_enabled():\n    \"\"\"docs\"\"\"\n"
+           b"    return dist.is_available() and dist.is_initialized()\n\n"
+           b"def available():\n    return dist.is_available()\n\n"
+           b"def maybe():\n    if not dist.is_initialized():\n        return False\n    return dist.get_rank() == 0\n")
+    assert summarize(src).dist_checks == ["is_enabled"]

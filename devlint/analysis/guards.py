@@ -161,7 +161,7 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                     return guard_polarity(facts, returned)
                 finally:
                     asking.discard(name)
-        if q == "torch.distributed.is_initialized" or (q is None and _callee(test) in distributed_model(facts).initialized_functions):
+        if q == "torch.distributed.is_initialized" or (not (q or "").startswith("torch.") and _callee(test) in distributed_model(facts).initialized_functions):
             # NCCL is the program's only process group: initialised means on GPUs
             return 1 if distributed_model(facts).nccl_only else 0
         if isinstance(test.func, cst.Name) and test.func.value == "isinstance" and len(test.args) == 2:
@@ -1224,10 +1224,11 @@ class DistributedModel:
         self.pins: set = set()  # the `set_device` calls of those blocks: part of the launch
         self.nccl_only = False
         self.nccl_flags: set = set()
-        self.initialized_functions: set = set()
+        self.initialized_functions: set = set()  # (and the project's that the file imports)
         self.world_size_functions: set = set()
 
     def build(self, facts) -> None:
+        self.initialized_functions |= facts.project.dist_checks
         if b"DistributedDataParallel" in facts.source:
             self._ddp_flags(facts)
         if b"init_process_group" not in facts.source:
