@@ -25,6 +25,8 @@ class CheckResult:
 
 
 def _segment(seg: str) -> str:
+    if seg and set(seg) == {"*"}:
+        return "[^/]+"  # a whole name: `scripts/*` matches what is in `scripts/`, not `scripts/` itself
     out, i, n = [], 0, len(seg)
     while i < n:
         c = seg[i]
@@ -121,7 +123,9 @@ class GitIgnoreSpec:
             m = rx.match(path)
             if m is None:
                 continue
-            priority = 1 if m.groupdict().get("dm") else 2
+            # a match through a parent directory ranks below one of the path itself (a directory's
+            # own trailing slash is itself)
+            priority = 1 if m.groupdict().get("dm") and m.end("dm") < len(path) else 2
             # a directory is passed as `dir/`: its own trailing slash is not a parent match
             if priority == 1 and not parents and m.end("dm") < len(path):
                 continue

@@ -152,6 +152,16 @@ def test_gitignore_is_honoured_inside_a_git_repository(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_file_re_included_from_an_ignored_directory_is_linted(tmp_path, monkeypatch):
+    """`scripts/*` then `!scripts/animate.py` (as git reads it): what is in `scripts/` is ignored,
+    not the directory itself, so the re-included script is linted and the others are not."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, {".gitignore": "scripts/*\n!scripts/animate.py\n", "scripts/animate.py": GPU,
+                     "scripts/other.py": GPU})
+    assert findings(run(["check"], tmp_path, monkeypatch).output) == [("scripts/animate.py", "DL002")]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_directory_given_inside_an_ignored_one_is_walked(tmp_path, monkeypatch):
     """The installed torch package lives under `~/.pyenv`, a git checkout whose .gitignore
     says `/versions/`: `devlint <that torch dir>` must lint it (ruff and ripgrep do). Only

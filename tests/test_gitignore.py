@@ -14,7 +14,7 @@ PATTERNS = [
     "build/", "/build/", "*.pyc", "third_party/", "legacy", "/legacy", "src/gen/*.py", "docs/**",
     "**/tests", "**/tests/*.py", "a/**/b", "*_pb2.py", "data?.py", "file[0-9].py", "[!x]y.py",
     "!keep.py", "sub/", "\\#hash.py", "trail ", "*", "**", "conftest.py", "tests/**", "x/y/",
-    "notebooks/*.ipynb", "!/build/keep.py", "foo/*/bar.py",
+    "notebooks/*.ipynb", "!/build/keep.py", "foo/*/bar.py", "scripts/*", "!scripts/animate.py",
 ]
 PATHS = [
     "build/", "build/x.py", "a/build/x.py", "src/build/", "x.pyc", "a/b/c.pyc", "third_party/m.py",
@@ -23,6 +23,7 @@ PATHS = [
     "data1.py", "data12.py", "file3.py", "filex.py", "ay.py", "xy.py", "keep.py", "sub/keep.py",
     "#hash.py", "trail", "conftest.py", "pkg/conftest.py", "tests/unit/t.py", "x/y/z.py", "x/y",
     "notebooks/nb.ipynb", "notebooks/sub/nb.ipynb", "build/keep.py", "foo/q/bar.py", "foo/bar.py",
+    "scripts/", "scripts/animate.py", "scripts/other.py",
 ]
 
 
