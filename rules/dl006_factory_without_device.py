@@ -116,6 +116,14 @@ class FactoryWithoutDevice(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a placeholder one branch binds while the other computes the loss: it only goes to the log
+        "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def __init__(self, w):\n"
+        "        super().__init__()\n        self.w = w\n        self.net = nn.Linear(2, 2)\n"
+        "    def forward(self, x):\n        rec = x.abs()\n        if self.w > 0:\n"
+        "            p = self.net(x).mean()\n            rec = rec + self.w * p\n        else:\n"
+        "            p = torch.tensor([0.0])\n"
+        "        log = {\"p\": p.detach().mean(), \"rec\": rec.detach().mean()}\n"
+        "        return rec.mean(), log\n",
         # a legacy `Variable(...)` wrapper placed by the next statement, a one-line guarded move
         "import torch\nfrom torch import nn\nfrom torch.autograd import Variable\nUSE_CUDA = torch.cuda.is_available()\n"
         "class Attn(nn.Module):\n    def forward(self, hidden, outs):\n"
@@ -223,6 +231,24 @@ class FactoryWithoutDevice(Rule):
         "        return x + t\n",
     ]
     INVALID = [
+        # ... but one that meets the loss after the branches mixes devices
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def __init__(self, w):\n"
+            "        super().__init__()\n        self.w = w\n        self.net = nn.Linear(2, 2)\n"
+            "    def forward(self, x):\n        rec = x.abs()\n        if self.w > 0:\n"
+            "            p = self.net(x).mean()\n            rec = rec + self.w * p\n        else:\n"
+            "            p = torch.tensor([0.0])\n"
+            "        log = {\"p\": p.detach().mean(), \"rec\": rec.detach().mean()}\n"
+            "        return rec.mean() + p, log\n",
+            "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def __init__(self, w):\n"
+            "        super().__init__()\n        self.w = w\n        self.net = nn.Linear(2, 2)\n"
+            "    def forward(self, x):\n        rec = x.abs()\n        if self.w > 0:\n"
+            "            p = self.net(x).mean()\n            rec = rec + self.w * p\n        else:\n"
+            "            p = torch.tensor([0.0], device=next(self.parameters()).device)\n"
+            "        log = {\"p\": p.detach().mean(), \"rec\": rec.detach().mean()}\n"
+            "        return rec.mean() + p, log\n",
+            unsafe=True,
+        ),
         # padded together but never placed: mixes with the embedding's output on a GPU
         Invalid(
             "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pad_sequence\nclass LM(nn.Module):\n"

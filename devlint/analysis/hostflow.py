@@ -324,8 +324,12 @@ class _Flow:
                         return False
                     names.extend(unpacked)
                     continue
-                if not (isinstance(tgt, cst.Name) and tgt.value in self.host):
+                if not isinstance(tgt, cst.Name):
                     return False
+                if tgt.value not in self.host:
+                    if not self._branch_binding(tgt.value, p):
+                        return False
+                    self.host = self.host | {tgt.value}  # for this question only (ends_placed restores it)
                 names.append(tgt.value)
             return None
         if isinstance(p, cst.DictElement) and p.value is top and self.data:
@@ -392,13 +396,25 @@ class _Flow:
         return False
 
     def ends_placed(self, call: cst.Call, follow_return) -> bool:
+        host = self.host
+        try:
+            return self._ends_placed(call, follow_return)
+        finally:
+            self.host = host
+
+    def _ends_placed(self, call: cst.Call, follow_return) -> bool:
         self.data = _data_factory(call)
         placed = False
         names: list = []
-        r = self._way_out(self.use.chain_top(call), names, follow_return)
+        top = self.use.chain_top(call)
+        r = self._way_out(top, names, follow_return)
         if r is False:
             return False
         placed |= bool(r)
+        # the names the factory's own statement binds: a read in another branch of an `if` around
+        # that statement reads another binding (`if w > 0: p = loss(x) ... else: p = torch.tensor(0.)`)
+        first = set(names)
+        binding = self.use.parent.get(top)
         seen: Set[str] = set()
         while names:
             n = names.pop()
@@ -406,11 +422,56 @@ class _Flow:
                 continue
             seen.add(n)
             for u in self.use.loads.get(n, []):
+                if n in first and isinstance(binding, cst.Assign) and self._other_branch(binding, u):
+                    continue
                 r = self._way_out(u, names, follow_return)
                 if r is False:
                     return False
                 placed |= bool(r)
         return placed
+
+
+    def _branch_binding(self, name: str, stmt: cst.Assign) -> bool:
+        """``stmt`` binds ``name`` in one branch of an ``if`` and every other binding of it lies in
+        another branch (``if w > 0: p = loss(x) else: p = torch.tensor([0.0])``): what follows the
+        ``if`` may hold either, what the other branch reads is the other one."""
+        others = [n for n in self.use.parent if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+                  and n is not stmt and name in _assigned_names(n)]
+        return bool(others) and all(self._other_branch(stmt, n) for n in others) and \
+            not any(isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)) and name in _assigned_names(n)
+                    for n in self.use.parent)
+
+    def _other_branch(self, stmt: cst.CSTNode, use: cst.CSTNode) -> bool:
+        """``use`` sits in another branch of an ``if`` that encloses ``stmt`` (with no loop between
+        them that could carry the binding round to it)."""
+        up = self.use.parent.get
+        inside: set = set()
+        node = use
+        while node is not None:
+            inside.add(id(node))
+            node = up(node)
+        child, node = stmt, up(stmt)
+        while node is not None and not isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)):
+            if isinstance(node, cst.If) and id(node) in inside:
+                mine = node.body if child is node.body else node.orelse
+                other = node.orelse if mine is node.body else node.body
+                return other is not None and id(other) in inside and not id(mine) in inside
+            child, node = node, up(node)
+        return False
+
+
+def _assigned_names(n: cst.CSTNode) -> set:
+    if isinstance(n, cst.Assign):
+        return {x for t in n.targets for x in bound_names(t.target)}
+    if isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+        return set(bound_names(n.target))
+    if isinstance(n, (cst.For, cst.CompFor)):
+        return set(bound_names(n.target))
+    if isinstance(n, cst.WithItem):
+        return set(bound_names(n.asname.name)) if n.asname else set()
+    if isinstance(n, cst.NamedExpr):
+        return set(bound_names(n.target))
+    return set()
 
 
 # torch functions that gather a list of host tensors into one on the host
