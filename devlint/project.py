@@ -749,33 +749,35 @@ def _bare_conversion(source: bytes) -> bool:
 
 _SCRIPT_HINT = re.compile(rb"\n(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()")
 _IMPORT_LINE = re.compile(rb"\n[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
-# the same at a module's top: no indentation, so no condition, ``try`` or function encloses it
-_TOP_IMPORT_LINE = re.compile(rb"\n(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
 _NAME_AS = re.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
 
 
-@functools.lru_cache(maxsize=128)
 def _text_imports(source: bytes) -> list:
     """The imports a module's text spells: ``[module, level, [[name, alias], ...]]`` (shared
     between the questions asked of one text in a run: read it, do not change it)."""
-    return _spelled_imports(source, _IMPORT_LINE)
+    return _spelled_imports(source)[0]
 
 
-@functools.lru_cache(maxsize=128)
 def _top_imports(source: bytes) -> list:
     """The imports a module always runs (at its top, unindented), as :func:`_text_imports`."""
-    return _spelled_imports(source, _TOP_IMPORT_LINE)
+    return _spelled_imports(source)[1]
 
 
-def _spelled_imports(source: bytes, line: re.Pattern) -> list:
-    out = []
-    for m in line.finditer(b"\n" + source):
+@functools.lru_cache(maxsize=256)
+def _spelled_imports(source: bytes) -> tuple:
+    """(every import the text spells, those at its top), read in one pass."""
+    out: list = []
+    top: list = []
+    for m in _IMPORT_LINE.finditer(b"\n" + source):
+        at_top = source[m.start():m.start() + 1] not in (b" ", b"\t")  # (m.start() is the newline's)
         dots, module, names, plain = (g.decode("utf-8", "replace") if g is not None else None for g in m.groups())
         if plain is not None:
             for part in plain.replace("\\", " ").split(","):
                 nm = _NAME_AS.match(part.strip())
                 if nm:
                     out.append([nm.group(1), 0, []])
+                    if at_top:
+                        top.append(out[-1])
             continue
         pairs = []
         for part in names.strip().strip("()").replace("\\", " ").split(","):
@@ -784,7 +786,9 @@ def _spelled_imports(source: bytes, line: re.Pattern) -> list:
                 pairs.append([nm.group(1), nm.group(2)])
         if pairs:
             out.append([module, len(dots), pairs])
-    return out
+            if at_top:
+                top.append(out[-1])
+    return out, top
 
 
 def _text_summary(source: bytes) -> Summary:
@@ -1032,6 +1036,7 @@ class ProjectIndex:
         self.cache_dir = os.path.join(cache_dir, "project-v%d" % SUMMARY_VERSION) if cache_dir else None
         self._summaries: dict = {}
         self._resolved: dict = {}
+        self._top_resolved: dict = {}  # path -> (_top_step answer), cleared with _resolved
         self._closure: dict = {}
         self._by_digest: dict = {}  # content hash -> summary (a file and its neighbours' view agree)
         self._texts: dict = {}  # path -> (stat stamp, (may be a script, its bytes))
@@ -1090,6 +1095,7 @@ class ProjectIndex:
         self._summaries[path] = (stamp, s)
         if hit is not None:  # an edited module: what was derived from the old one goes
             self._resolved.clear()
+            self._top_resolved.clear()
             self._closure.clear()
         return s
 
@@ -1161,6 +1167,7 @@ class ProjectIndex:
                 return None
             if path in self._texts:  # an edited module: requirements read through it go
                 self._ensures_memo.clear()
+                self._top_resolved.clear()
             hit = self._texts[path] = (stamp, (_SCRIPT_HINT.search(b"\n" + data) is not None, data))
         return hit[1]
 
@@ -1329,23 +1336,37 @@ class ProjectIndex:
         one named as ``torch.utils.cpp_extension`` builds are (``causal_conv1d_cuda``) that is
         no module of the project."""
         seen = {path}
-        frontier = [(path, source)]
-        for _ in range(4):
+        direct, frontier = self._top_step(path, source)  # (the file's own text may be an editor's)
+        for _ in range(3):
+            if direct:
+                return True
             nxt = []
-            for p, text in frontier:
-                tops = _top_imports(text)
-                if not tops:
+            for target in frontier:
+                if target in seen:
                     continue
-                if self._names_cuda_only(p, tops):
+                seen.add(target)
+                if target not in self._top_resolved:
+                    text = self._text(target)
+                    if text is None:
+                        continue
+                    self._top_resolved[target] = self._recorded(("top imports", target),
+                                                                lambda: self._top_step(target, text[1]))
+                else:
+                    self._replay(("top imports", target))
+                d, targets = self._top_resolved[target]
+                if d:
                     return True
-                for target, _names in self._imports(p, Summary(imports=tops)):
-                    if target not in seen:
-                        seen.add(target)
-                        t = self._text(target)
-                        if t is not None:
-                            nxt.append((target, t[1]))
+                nxt += targets
             frontier = nxt
-        return False
+        return direct
+
+    def _top_step(self, path: str, text: bytes) -> tuple:
+        """(``path`` imports a CUDA-only package or extension at its top, the project modules it
+        imports there), memoised per module for a run."""
+        tops = _top_imports(text)
+        if not tops:
+            return False, []
+        return self._names_cuda_only(path, tops), [t for t, _n in self._imports(path, Summary(imports=tops))]
 
     def _names_cuda_only(self, path: str, tops: list) -> bool:
         built = None
