@@ -435,11 +435,17 @@ class _Flow:
         """``stmt`` binds ``name`` in one branch of an ``if`` and every other binding of it lies in
         another branch (``if w > 0: p = loss(x) else: p = torch.tensor([0.0])``): what follows the
         ``if`` may hold either, what the other branch reads is the other one."""
-        others = [n for n in self.use.parent if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
-                  and n is not stmt and name in _assigned_names(n)]
-        return bool(others) and all(self._other_branch(stmt, n) for n in others) and \
-            not any(isinstance(n, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr)) and name in _assigned_names(n)
-                    for n in self.use.parent)
+        binders = self.__dict__.get("_binders")
+        if binders is None:  # name -> the nodes binding it, once per method
+            binders = self.__dict__["_binders"] = {}
+            for n in self.use.parent:
+                if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.WithItem,
+                                  cst.NamedExpr)):
+                    for x in _assigned_names(n):
+                        binders.setdefault(x, []).append(n)
+        others = [n for n in binders.get(name, ()) if n is not stmt]
+        return bool(others) and all(isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+                                    and self._other_branch(stmt, n) for n in others)
 
     def _other_branch(self, stmt: cst.CSTNode, use: cst.CSTNode) -> bool:
         """``use`` sits in another branch of an ``if`` that encloses ``stmt`` (with no loop between
