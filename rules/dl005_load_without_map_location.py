@@ -124,6 +124,11 @@ class LoadWithoutMapLocation(Rule):
         "    def resume(self, f):\n        state = torch.load(f)\n        self.scaler.load_state_dict(state)\n",
         # XLA tensors are pickled from host copies (`xm.save`)
         "import torch\nimport torch_xla.core.xla_model as xm\ndef load(path):\n    return torch.load(path)\n",
+        # ... also when a function of the script writes the script's own path, called in the loop
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\ncheckpoint_path = 'checkpoint.pt'\n"
+        "def save_checkpoint(final):\n    torch.save({'model': model.state_dict(), 'final': final}, checkpoint_path)\n"
+        "for epoch in range(3):\n    if epoch % 2 == 0:\n        save_checkpoint(False)\n"
+        "model.load_state_dict(torch.load(checkpoint_path)['model'])\n",
         # the best epoch, saved by this run a few lines up, reloaded after training
         "import torch\ndef fit(model, epochs, train):\n    best = 0\n    for e in range(epochs):\n"
         "        if train(model) > best:\n            torch.save(model.state_dict(), '{}.pkl'.format(e))\n"
@@ -132,6 +137,19 @@ class LoadWithoutMapLocation(Rule):
         "    return torch.load(open(path, 'rb'))\n",
     ]
     INVALID = [
+        # a function of the script that writes where its caller says is no save of the script's path
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
+            "checkpoint_path = 'checkpoint.pt'\ndef save_checkpoint(path):\n"
+            "    torch.save({'model': model.state_dict()}, path)\nsave_checkpoint('last.pt')\n"
+            "model.load_state_dict(torch.load(checkpoint_path)['model'])\n",
+            "import torch\nfrom torch import nn\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+            "model = nn.Linear(2, 2)\ncheckpoint_path = 'checkpoint.pt'\ndef save_checkpoint(path):\n"
+            "    torch.save({'model': model.state_dict()}, path)\nsave_checkpoint('last.pt')\n"
+            "model.load_state_dict(torch.load(checkpoint_path, map_location=device)['model'])\n",
+            unsafe=True,
+        ),
         # a list filled with the parameters themselves (not host copies) may hold device tensors
         Invalid(
             "import torch\ndef save_weights(model, path):\n    weights = []\n    for p in model.parameters():\n"

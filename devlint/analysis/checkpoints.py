@@ -91,6 +91,7 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool
     arg = call_arg(load, 0, "f")
     if arg is None:
         return False
+    helpers: Optional[dict] = None
     for n in nodes(root):
         if n is load:
             return _same_file_key(arg.value, module, opened) in saves
@@ -101,7 +102,37 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool
             tgt = call_arg(n, 1, "f")
             if tgt is not None:
                 saves.add(_same_file_key(tgt.value, module, opened))
+        elif isinstance(n, cst.FunctionDef):  # `def save_checkpoint(final):` in this scope
+            if helpers is None:
+                helpers = {st.name.value: st for st in module.body if isinstance(st, cst.FunctionDef)}
+            helpers[n.name.value] = n
+        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
+            if helpers is None:  # the module's functions, by name
+                helpers = {st.name.value: st for st in module.body if isinstance(st, cst.FunctionDef)}
+            fn = helpers.get(n.func.value)
+            if fn is not None and fn is not root:
+                saves |= _global_saves(fn, module)  # `save_checkpoint(False)` writing the module's path
     return False
+
+
+def _global_saves(fn: cst.FunctionDef, module: cst.Module) -> set:
+    """The files a module function saves to under a name of the module (``torch.save(state,
+    checkpoint_path)`` with ``checkpoint_path`` bound at the top of the script), not one of its
+    parameters or locals: the same path the script's own code names."""
+    own = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params)}
+    for n in nodes(fn.body):
+        if isinstance(n, cst.AssignTarget):
+            own |= {x.value for x in nodes(n.target) if isinstance(x, cst.Name)}
+    out: set = set()
+    for n in nodes(fn.body):
+        if isinstance(n, cst.Call) and _is_torch_save(n):
+            tgt = call_arg(n, 1, "f")
+            if tgt is None:
+                continue
+            names = {x.value for x in nodes(tgt.value) if isinstance(x, cst.Name)}
+            if names and not names & own:
+                out.add(_same_file_key(tgt.value, module, {}))
+    return out
 
 
 def cache_written_beside(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool:
