@@ -112,8 +112,9 @@ class UnguardedCudaApi(Rule):
     it when asked to pin). A helper stays quiet when every call of it in the file is guarded (by its caller or
     the caller's callers). In a library module the caller decides whether a CUDA-only helper
     runs (devlint does not follow calls across files), except for a training step: a
-    function that runs `backward()` / `optimizer.step()` (itself or in a helper it calls)
-    and calls `torch.cuda.synchronize()` unguarded.
+    function that runs `backward()` / `optimizer.step()` / `optimizer.zero_grad()` (itself or
+    in a helper it calls; a loss scaler may run the backward and the step) and calls
+    `torch.cuda.synchronize()` unguarded.
 
     ## Why is this bad?
     A script that otherwise falls back to the CPU crashes with `Torch not compiled with
@@ -258,6 +259,14 @@ class UnguardedCudaApi(Rule):
             "def train_epoch(model, opt, loader):\n    for x in loader:\n        _step(model, opt, x)\n"
             "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n",
         ),
+        Invalid(  # ... also where a loss scaler runs the backward and the optimizer's step
+            "import torch\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n    for x in loader:\n"
+            "        loss = model(x).sum()\n        optimizer.zero_grad()\n        loss_scaler(loss, optimizer)\n"
+            "        torch.cuda.synchronize()\n",
+            "import torch\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n    for x in loader:\n"
+            "        loss = model(x).sum()\n        optimizer.zero_grad()\n        loss_scaler(loss, optimizer)\n"
+            "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n",
+        ),
         Invalid("import torch\nprint('GPU:', torch.cuda.get_device_name(0))\n",
                 "import torch\nif torch.cuda.is_available():\n    print('GPU:', torch.cuda.get_device_name(0))\n"),
     ]
@@ -332,8 +341,8 @@ class UnguardedCudaApi(Rule):
             func = node.func
             if isinstance(func, cst.Attribute) and (
                     func.attr.value == "backward"
-                    or (func.attr.value == "step" and _OPTIMIZER.search(dotted(func.value) or ""))):
-                self._steps.add(fn)
+                    or (func.attr.value in ("step", "zero_grad") and _OPTIMIZER.search(dotted(func.value) or ""))):
+                self._steps.add(fn)  # (`optimizer.zero_grad()`: a step whose backward a loss scaler runs)
         if self.t.guarded:
             return
         api = cuda_api_name(self.facts.qualname(node.func))
