@@ -1329,6 +1329,24 @@ class ProjectIndex:
         self._checked[key] = _RUN[0]
         return self._exts
 
+    def _imported_functions(self, source: bytes, imported: list, words: tuple, field: str,
+                            called: bool = True) -> set:
+        """The project functions a ``Summary`` list (``field``) names, in the modules the file
+        imports (whose text holds one of ``words``), as the file spells them: ``from utils import
+        init as setup`` is ``setup``, ``import utils`` gives every listed name. ``called``: only
+        from a module whose imported names the file calls."""
+        out: set = set()
+        for target, names in imported:
+            if not self._words(target, words):
+                continue
+            if called and names is not None and not _calls_any(source, [a or n for n, a in names]):
+                continue
+            s = self.summary(target)
+            funcs = set(getattr(s, field)) if s is not None else set()
+            if funcs:
+                out |= {a or n for n, a in names if n in funcs} if names is not None else funcs
+        return out
+
     def _imports_cuda_only(self, path: str, source: bytes) -> bool:
         """ProjectFacts.cuda_imports: the file, or a project module it imports at its top
         (through up to three such modules), imports at its top a package with no CPU path
@@ -1813,41 +1831,14 @@ class ProjectIndex:
                 module_bases or defaults_reached or stateless or placing or loader_params) else NONE
         imported = self.imports(path, own) if imported is None else imported
         extensions = self._extensions_named(source, imported) if need_cuda else frozenset()
-        tensor_functions: set = set()
-        if need_tensor:
-            for target, names in imported:
-                if not self._words(target, (b"return",)):
-                    continue
-                s = self.summary(target)
-                if s is None or not s.tensor_returns:
-                    continue
-                funcs = set(s.tensor_returns)
-                tensor_functions |= {a or n for n, a in names if n in funcs} if names is not None else funcs
-        entry: set = set()
-        if need_cuda:
-            for target, names in imported:
-                if not self._words(target, _AVAILABILITY_WORDS):
-                    continue  # a module that never checks for CUDA has no function that requires it
-                if names is not None and not _calls_any(source, [a or n for n, a in names]):
-                    continue  # nor can a function this file never calls make it CUDA-only
-                s = self.summary(target)
-                if s is None or not s.cuda_functions:
-                    continue
-                funcs = set(s.cuda_functions)
-                # `from utils import init as setup` is called `setup(...)`; `import utils` as `utils.init(...)`
-                entry |= {a or n for n, a in names if n in funcs} if names is not None else funcs
-        checks: set = set()
-        if need_cuda and b"dist" in source:
-            for target, names in imported:
-                if not self._words(target, (b"is_initialized",)):
-                    continue
-                if names is not None and not _calls_any(source, [a or n for n, a in names]):
-                    continue
-                s = self.summary(target)
-                if s is None or not s.dist_checks:
-                    continue
-                funcs = set(s.dist_checks)
-                checks |= {a or n for n, a in names if n in funcs} if names is not None else funcs
+        tensor_functions = self._imported_functions(source, imported, (b"return",), "tensor_returns",
+                                                    called=False) if need_tensor else set()
+        # a module that never checks for CUDA has no function that requires it; nor can a
+        # function this file never calls make it CUDA-only
+        entry = self._imported_functions(source, imported, _AVAILABILITY_WORDS, "cuda_functions") \
+            if need_cuda else set()
+        checks = self._imported_functions(source, imported, (b"is_initialized",), "dist_checks") \
+            if need_cuda and b"dist" in source else set()
         cuda_only = False
         nccl_only = False
         program = {t for t, _ in imported}
