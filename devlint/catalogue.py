@@ -80,7 +80,9 @@ RULES: tuple[RuleInfo, ...] = (
              "plain tensor attribute in nn.Module.__init__ does not move with model.to(device)",
              _RULES + "dl009_unregistered_tensor_attribute", re.compile(rb"def __init__")),
     RuleInfo("DL010", "missing-device-placement", "model built and fed data without any device placement",
-             _RULES + "dl010_missing_device_placement", re.compile(rb"torch"), targets=("cuda",)),
+             _RULES + "dl010_missing_device_placement", re.compile(rb"torch"), targets=("cuda",),
+             # porting advice, not a crash or a wasted copy: opt in (`--select DL010` to port a script)
+             default_enabled=False),
 )
 
 # Reported by the engine itself, outside the rule traversal (a file without `noqa` has

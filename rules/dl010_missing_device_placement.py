@@ -83,6 +83,10 @@ class MissingDevicePlacement(Rule):
     DataLoader) without choosing a device anywhere. One finding per file, at the
     model's construction, naming what the port needs.
 
+    Off by default: it is porting advice (the script runs, only without the GPU), not a
+    crash or a wasted copy. Select it to port: `devlint --select DL010 --fix train.py`,
+    or `extend-select = ["DL010"]` in the config.
+
     ## Why is this bad?
     On a machine with a GPU the script silently trains on the CPU, often 10-50x slower,
     and nobody notices until a run takes all night. Files that already deal with

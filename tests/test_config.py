@@ -252,17 +252,25 @@ def test_target_devices_explicit_selection_wins(tmp_path, monkeypatch):
     assert "DL005" in codes and "DL002" not in codes
 
 
-def test_target_devices_cpu_turns_dl010_off(tmp_path, monkeypatch):
+def test_dl010_is_opt_in(tmp_path, monkeypatch):
+    """DL010 is porting advice (a CPU-only script runs, only slower): off by default, on when
+    selected, on the command line or in the config, whatever `target-devices` says."""
     script = ("import torch\nimport torch.nn as nn\n\nmodel = nn.Linear(4, 2)\n"
               "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
               "for step in range(3):\n    x = torch.randn(8, 4)\n    loss = model(x).sum()\n"
               "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
     write(tmp_path, {"train.py": script})
-    assert "DL010" in {c for _, c in findings(run(["check", "--output-format", "concise", "."], tmp_path,
-                                                     monkeypatch).output)}
-    write(tmp_path, {"pyproject.toml": '[tool.devlint]\ntarget-devices = ["cpu"]\n'})
-    assert "DL010" not in {c for _, c in findings(run(["check", "--output-format", "concise", "."], tmp_path,
-                                                         monkeypatch).output)}
+
+    def codes(*args):
+        return {c for _, c in findings(run(["check", "--output-format", "concise", *args, "."], tmp_path,
+                                           monkeypatch).output)}
+    assert "DL010" not in codes()
+    assert "DL010" in codes("--extend-select", "DL010")
+    assert "DL010" in codes("--select", "DL010")
+    write(tmp_path, {"pyproject.toml": '[tool.devlint]\nextend-select = ["DL010"]\n'})
+    assert "DL010" in codes()
+    write(tmp_path, {"pyproject.toml": '[tool.devlint]\ntarget-devices = ["cpu"]\nextend-select = ["DL010"]\n'})
+    assert "DL010" in codes()
 
 
 @pytest.mark.parametrize("value", ['["tpu"]', "[]", '"cuda"'])
