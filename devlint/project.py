@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 18
+SUMMARY_VERSION = 19
 
 
 @dataclass(frozen=True)
@@ -92,20 +92,29 @@ class ProjectFacts:
     # names of project functions this file imports that answer "is a process group up"
     # (``is_dist_avail_and_initialized``): where the program's groups are NCCL only, true means GPUs
     dist_checks: frozenset = frozenset()
+    # attributes of this file's classes (``"Detect.stride"``) that an ``_apply`` override of a
+    # project module importing the class moves itself (``self.detect.stride = fn(self.detect.stride)``):
+    # ``model.to(device)`` carries them along although they are plain attributes
+    applied: frozenset = frozenset()
+    # project functions and classes this file imports and calls whose code saves checkpoints
+    # (``EarlyStopping``, ``save_checkpoint``), as the file spells them: a call of one that is
+    # handed the path a later load reads is a save of the same run
+    savers: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
-                or self.cuda_imports or bool(self.dist_checks))
+                or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
-                     sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks)))
+                     sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
+                     sorted(self.savers)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -163,6 +172,8 @@ class Summary:
     # top-level functions answering "is a process group up" (``return dist.is_initialized()``,
     # ``if not dist.is_initialized(): return False`` ... ``return True``)
     dist_checks: list = field(default_factory=list)
+    # top-level functions and classes whose code calls torch.save (``EarlyStopping``, ``save_model``)
+    savers: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -900,6 +911,11 @@ def summarize(source: bytes) -> Optional[Summary]:
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
     s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     s.dist_checks = sorted(fn.name for fn in funcs if b"is_initialized" in source and _dist_check(fn))
+    if raw_saves:
+        saving = {id(fn) for _, _, fn in raw_saves if fn is not None}
+        s.savers = sorted(d.name for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                        ast.ClassDef))
+                          and any(id(n) in saving for n in ast.walk(d)))
     return s
 
 
@@ -1051,6 +1067,7 @@ class ProjectIndex:
         self._placing_memo: dict = {}  # (path, text hash) -> its definitions that place values
         self._module_files: dict = {}  # (base, dotted name) -> (run, module file, stamps read)
         self._checked: dict = {}  # listing memo key -> the run (one_run) whose stamps were checked
+        self._apply_memo: dict = {}  # ("apply moves",) -> attribute -> modules whose `_apply` moves it
 
     # ---- dependencies ---------------------------------------------------------------
     def _note(self, path: str, stamp: Optional[tuple]) -> None:
@@ -1825,10 +1842,13 @@ class ProjectIndex:
             # project helper (`to_var(x)`, `get_batch(split)`, `Trainer(model)`)
             imported = self.imports(path, own)
             placing = self._placing_imported(imported, source)
+        # DL009: a plain tensor attribute that a project `_apply` elsewhere moves with the model
+        applied = self._applied(path, source) if _TENSOR_ATTRIBUTE.search(source) else frozenset()
         if not (need_cuda or need_ckpt or need_tensor):
             return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached,
-                                stateless_modules=stateless, placing=placing, loader_params=loader_params) if (
-                module_bases or defaults_reached or stateless or placing or loader_params) else NONE
+                                stateless_modules=stateless, placing=placing, loader_params=loader_params,
+                                applied=applied) if (
+                module_bases or defaults_reached or stateless or placing or loader_params or applied) else NONE
         imported = self.imports(path, own) if imported is None else imported
         extensions = self._extensions_named(source, imported) if need_cuda else frozenset()
         tensor_functions = self._imported_functions(source, imported, (b"return",), "tensor_returns",
@@ -1880,6 +1900,7 @@ class ProjectIndex:
             nccl_only = bool(backends) and all(b == "nccl" for b in backends)
         host_files: frozenset = frozenset()
         host_program = False
+        savers = self._imported_functions(source, imported, _SAVE_WORDS, "savers") if need_ckpt else set()
         if need_ckpt:
             here = os.path.dirname(path)
             for other in self._neighbours(path):
@@ -1908,7 +1929,52 @@ class ProjectIndex:
                             loader_params=loader_params,
                             gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
                             cuda_imports=need_cuda and self._imports_cuda_only(path, source),
-                            dist_checks=frozenset(checks))
+                            dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers))
+
+    def _applied(self, path: str, source: bytes) -> frozenset:
+        """``"Detect.stride"`` for each class of this file whose attribute an ``_apply`` override
+        of another project module moves, where that module imports the class from this file."""
+        moves = self._apply_moves()
+        wanted = {m.group(1).decode() for m in _TENSOR_ATTRIBUTE.finditer(source)} & set(moves)
+        if not wanted:
+            return frozenset()
+        classes = {m.group(1).decode() for m in _CLASS_HEAD.finditer(b"\n" + source)}
+        out = set()
+        for attr in sorted(wanted):
+            for other in moves[attr]:
+                if other == path:
+                    continue  # the file's own `_apply`: its own model's business
+                for target, names in self.imports(other):
+                    if target != path:
+                        continue
+                    named = classes if names is None else {n for n, _ in names} & classes
+                    out |= {f"{c}.{attr}" for c in named}
+        return frozenset(out)
+
+    def _apply_moves(self) -> dict:
+        """attribute name -> the project modules whose ``_apply`` overrides move that attribute of
+        another object (a submodule): read once per run from the modules that define ``_apply``."""
+        key = ("apply moves",)
+        if self._unchanged(key) and key in self._apply_memo:
+            self._replay(key)
+            return self._apply_memo[key]
+
+        def compute() -> dict:
+            files = self._project_files()
+            out: dict = {}
+            if len(files) > _WHOLE_PROJECT_FILES:
+                return out  # (a large library: its `_apply` overrides are its own classes')
+            for other in files:
+                text = self._text(other)
+                if text is None or b"def _apply" not in text[1]:
+                    continue
+                for attr in _apply_moved_attributes(text[1]):
+                    out.setdefault(attr, []).append(other)
+            return out
+
+        self._apply_memo[key] = self._recorded(key, compute)
+        self._checked[key] = _RUN[0]
+        return self._apply_memo[key]
 
     def _loader_params(self, path: str, source: bytes) -> frozenset:
         """``"validate.val_loader"`` for each module-level function of this file that loops over
@@ -2009,6 +2075,45 @@ class ProjectIndex:
                         - {name}))
             self._placing_memo[key] = hit
         return hit
+
+
+_TENSOR_ATTRIBUTE = re.compile(rb"^[ \t]+self\.(\w+)[ \t]*=[ \t]*(?:torch\.|Variable\()", re.M)
+
+
+def _apply_moved_attributes(source: bytes) -> set:
+    """Attributes an ``_apply(self, fn)`` method moves on another object than ``self`` itself:
+    ``self.detect.stride = fn(self.detect.stride)``, ``m.grid = list(map(fn, m.grid))``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    out = set()
+    for fn in ast.walk(tree):
+        if not (isinstance(fn, ast.FunctionDef) and fn.name == "_apply" and len(fn.args.args) >= 2):
+            continue
+        apply_fn = fn.args.args[1].arg
+        for n in ast.walk(fn):
+            if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)):
+                continue
+            target = n.targets[0]
+            if isinstance(target.value, ast.Name) and target.value.id == "self":
+                continue  # its own attribute: the class moves it (the rule sees that override)
+            value = n.value
+            if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list"
+                    and len(value.args) == 1 and isinstance(value.args[0], ast.Call)):
+                value = value.args[0]  # list(map(fn, m.grid))
+                if not (isinstance(value.func, ast.Name) and value.func.id == "map" and len(value.args) == 2
+                        and isinstance(value.args[0], ast.Name) and value.args[0].id == apply_fn):
+                    continue
+                moved = value.args[1]
+            elif (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == apply_fn
+                  and len(value.args) == 1):
+                moved = value.args[0]
+            else:
+                continue
+            if ast.dump(moved) == ast.dump(ast.Attribute(target.value, target.attr, ast.Load())):
+                out.add(target.attr)
+    return out
 
 
 def _top_definition(source: bytes, name: str) -> Optional[bytes]:

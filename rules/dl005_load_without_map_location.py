@@ -303,7 +303,7 @@ class LoadWithoutMapLocation(Rule):
             return
         if self._round_trip(node) or self._host_saves.holds_host(node.args[0].value):
             return
-        if saved_earlier(node, self.t.function or self.ctx.module, self.ctx.module):
+        if saved_earlier(node, self.t.function or self.ctx.module, self.ctx.module, self.facts.project.savers):
             return  # the same run saved that file a few lines up: it reads back its own tensors
         if cache_written_beside(node, self.t.function or self.ctx.module, self.ctx.module):
             return  # `if exists(p): load(p) else: build; save(v, p)`: a cache of what this code builds on the host

@@ -41,7 +41,9 @@ class UnregisteredTensorAttribute(Rule):
     as `running_mean`: assigning to it updates the buffer), an attribute that
     any other method of the class assigns (state set in `forward`, a `reset()`), a
     class that is not an `nn.Module`, classes that override `_apply`/`to` to
-    move their own attributes, and a tensor built on (or moved to) a device the constructor
+    move their own attributes, an attribute that the model holding the class moves in
+    its own `_apply` (`self.detect.stride = fn(self.detect.stride)`, in a project module
+    that imports the class), and a tensor built on (or moved to) a device the constructor
     is given (`.to(device)`, `device=self.device` set from a parameter, with or without a
     default; the `.device` of a module or tensor it is given; a stack of such tensors): it
     lives where the caller says the model runs.
@@ -420,6 +422,8 @@ class UnregisteredTensorAttribute(Rule):
                 continue  # a 1-D table of numbers read one element at a time: scalars on any device
             if self._project_base_owns(cls, attr):
                 continue  # a project base class (another file) moves its attributes or registered it
+            if f"{cls.name.value}.{attr}" in self.facts.project.applied:
+                continue  # the model holding it (another file) moves it in its `_apply` override
             rebinds = self._one_branch_rebinds(cls, method, attr, node)
             if self.assigned.get(cls, {}).get(attr, 0) != 1 + len(rebinds):
                 continue  # reassigned (in forward, a reset(), or twice in __init__)

@@ -23,9 +23,11 @@ def write(root: Path, files: dict) -> None:
         p.write_text(text)
 
 
-def lint(root: Path, monkeypatch, *paths, cache: bool = False) -> list[tuple[str, int, str]]:
+def lint(root: Path, monkeypatch, *paths, cache: bool = False, select: tuple = ()) -> list[tuple[str, int, str]]:
     monkeypatch.chdir(root)
     args = ["check", "--output-format", "json", "--exit-zero", *(paths or ["."])]
+    for code in select:  # rules off by default (DL010)
+        args += ["--extend-select", code]
     if not cache:
         args.append("--no-cache")
     res = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -472,17 +474,17 @@ def test_a_script_placing_through_a_project_helper_uses_the_gpu(tmp_path, monkey
     another module that moves what it is given is the script's device placement. Its trap: a
     helper that moves nothing keeps the finding, and editing the helper (cache on) flips it."""
     write(tmp_path, {"helpers.py": PLACES, "train.py": FEEDS})
-    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == []
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True, select=("DL010",)) == []
     (tmp_path / "helpers.py").write_text(WRAPS)
-    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == [("train.py", 5, "DL010")]
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True, select=("DL010",)) == [("train.py", 5, "DL010")]
     # a helper that only follows where its input already is chooses no device either
     (tmp_path / "helpers.py").write_text("import torch\n\ndef to_var(x):\n    eye = torch.eye(2)\n"
                                          "    if x.is_cuda:\n        eye = eye.cuda()\n    return x.to(eye.device)\n")
-    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == [("train.py", 5, "DL010")]
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True, select=("DL010",)) == [("train.py", 5, "DL010")]
     # the same call spelled after `from helpers import to_var`
     write(tmp_path, {"helpers.py": PLACES, "train.py": FEEDS.replace("import helpers", "from helpers import to_var")
                      .replace("helpers.to_var", "to_var")})
-    assert lint(tmp_path, monkeypatch, "train.py", cache=True) == []
+    assert lint(tmp_path, monkeypatch, "train.py", cache=True, select=("DL010",)) == []
 
 
 FALLBACK = ("import torch\n\ndef get_feature(text, device=None):\n    if not device:\n        device = 'cuda'\n"
@@ -642,3 +644,56 @@ def test_summary_reads_which_functions_ask_whether_a_process_group_is_up():
            b"def available():\n    return dist.is_available()\n\n"
            b"def maybe():\n    if not dist.is_initialized():\n        return False\n    return dist.get_rank() == 0\n")
     assert summarize(src).dist_checks == ["is_enabled"]
+
+
+HEAD = ("import torch\nfrom torch import nn\n\nclass Detect(nn.Module):\n    def __init__(self, stride):\n"
+        "        super().__init__()\n        self.stride = torch.tensor(stride)\n        self.conv = nn.Conv2d(3, 3, 1)\n\n"
+        "    def forward(self, x):\n        return self.conv(x) * self.stride[0]\n")
+MODEL = ("import torch\nfrom torch import nn\nfrom models.head import Detect\n\nclass Model(nn.Module):\n"
+         "    def __init__(self):\n        super().__init__()\n        self.detect = Detect([8, 16])\n\n"
+         "    def _apply(self, fn):\n        self = super()._apply(fn)\n"
+         "        self.detect.stride = fn(self.detect.stride)\n        return self\n")
+
+
+def test_an_attribute_the_holding_models_apply_moves_is_carried_along(tmp_path, monkeypatch):
+    """YOLO-style heads: `Detect.stride` is a plain tensor attribute, but the model that holds the
+    head (another file, importing it) moves it in its `_apply` override, so `model.to(device)`
+    carries it. Traps: an `_apply` moving another attribute, and one in a module that does not
+    import the head, leave the finding."""
+    write(tmp_path, {"setup.py": "", "models/__init__.py": "", "models/head.py": HEAD, "models/yolo.py": MODEL})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL009"] == []
+    write(tmp_path, {"models/yolo.py": MODEL.replace("detect.stride", "detect.anchors")})
+    assert ("models/head.py", 7, "DL009") in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"models/yolo.py": MODEL.replace("from models.head import Detect\n", "from other import Detect\n")})
+    assert ("models/head.py", 7, "DL009") in lint(tmp_path, monkeypatch)
+    # the cache follows an edit of the module holding the `_apply`
+    write(tmp_path, {"models/yolo.py": MODEL})
+    assert [f for f in lint(tmp_path, monkeypatch, "models/head.py", cache=True) if f[2] == "DL009"] == []
+    write(tmp_path, {"models/yolo.py": MODEL.replace("detect.stride", "detect.anchors")})
+    assert ("models/head.py", 7, "DL009") in lint(tmp_path, monkeypatch, "models/head.py", cache=True)
+
+
+TOOLS = ("import torch\n\nclass EarlyStopping:\n    def __init__(self, patience=3):\n        self.best = None\n\n"
+         "    def __call__(self, loss, model, path):\n        if self.best is None or loss < self.best:\n"
+         "            self.best = loss\n            torch.save(model.state_dict(), path + '/' + 'checkpoint.pth')\n")
+EXP = ("import torch\nfrom tools import EarlyStopping\n\n"
+       "def train(model, losses, path):\n    early_stopping = EarlyStopping(patience=3)\n"
+       "    for loss in losses:\n        early_stopping(loss, model, path)\n"
+       "    best_model_path = path + '/' + 'checkpoint.pth'\n"
+       "    model.load_state_dict(torch.load(best_model_path))\n    return model\n\n"
+       "def test(model, path):\n    model.load_state_dict(torch.load(path + '/' + 'checkpoint.pth'))\n")
+
+
+def test_a_project_saver_handed_the_path_earlier_in_the_run_saved_the_file(tmp_path, monkeypatch):
+    """Reloading the best epoch: `early_stopping(loss, model, path)` (a project class, another
+    file, whose call saves under `path`) then `torch.load(path + '/checkpoint.pth')` in the same
+    function reads what this run wrote on this machine. `test()` loads the same file with no
+    save before it (a checkpoint from another run, maybe a GPU machine's): still reported, as is a
+    load after a saver handed another location."""
+    write(tmp_path, {"tools.py": TOOLS, "exp.py": EXP})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == [("exp.py", 13, "DL005")]
+    write(tmp_path, {"exp.py": EXP.replace("early_stopping(loss, model, path)", "early_stopping(loss, model, '/tmp')")})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == [("exp.py", 9, "DL005"), ("exp.py", 13, "DL005")]
+    write(tmp_path, {"exp.py": EXP, "tools.py": TOOLS.replace("torch.save(model.state_dict(), path + '/' + 'checkpoint.pth')",
+                                                           "print(path)")})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == [("exp.py", 9, "DL005"), ("exp.py", 13, "DL005")]

@@ -82,19 +82,44 @@ def _same_file_key(expr: cst.BaseExpression, module: cst.Module, opened: dict) -
     return key if key is not None else "code:" + module.code_for_node(expr)
 
 
-def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool:
+def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module, savers: frozenset = frozenset()) -> bool:
     """``torch.save(m, p)`` ... ``torch.load(p)`` in one function (or script body), the save
     first: the load reads back what the same run wrote, on the same machine (the best epoch
-    reloaded after training), so its tensors are on a device this machine has."""
+    reloaded after training), so its tensors are on a device this machine has. ``savers``: the
+    project's saving functions and classes the file imports (``ProjectFacts.savers``); a call of
+    one, or of an instance of one, handed a location the load's path is built from
+    (``early_stopping(loss, model, path)`` ... ``torch.load(path + "/checkpoint.pth")``) saves
+    that file in the same run too."""
     opened: dict = {}
     saves: set = set()
     arg = call_arg(load, 0, "f")
     if arg is None:
         return False
     helpers: Optional[dict] = None
+    bound: dict = {}  # name -> the value last assigned to it on the way
+    instances: set = set()  # names bound to an instance of a saving class
+    handed: set = set()  # locations handed to saving calls on the way
     for n in nodes(root):
         if n is load:
+            if handed:
+                where = _locations(arg.value)
+                if isinstance(arg.value, cst.Name) and arg.value.value in bound:
+                    where |= _locations(bound[arg.value.value])
+                if where & handed:
+                    return True
             return _same_file_key(arg.value, module, opened) in saves
+        if savers and isinstance(n, cst.Assign) and len(n.targets) == 1:
+            target = dotted(n.targets[0].target)
+            if target is not None:
+                bound[target] = n.value
+                if isinstance(n.value, cst.Call) and dotted(n.value.func) in savers:
+                    instances.add(target)
+                    handed |= {loc for a in n.value.args for loc in _locations(a.value)}
+        if savers and isinstance(n, cst.Call):
+            callee = dotted(n.func)
+            if callee is not None and (callee in savers or callee in instances
+                                       or callee.rpartition(".")[0] in instances):
+                handed |= {loc for a in n.args for loc in _locations(a.value)}
         if isinstance(n, cst.WithItem) and isinstance(n.asname, cst.AsName) and isinstance(n.asname.name, cst.Name):
             if isinstance(n.item, cst.Call) and isinstance(n.item.func, cst.Name) and n.item.func.value == "open":
                 opened[n.asname.name.value] = n.item
@@ -113,6 +138,27 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module) -> bool
             if fn is not None and fn is not root:
                 saves |= _global_saves(fn, module)  # `save_checkpoint(False)` writing the module's path
     return False
+
+
+def _locations(expr: cst.BaseExpression) -> set:
+    """What a path expression is built from: its plain names and dotted attributes (``path``,
+    ``args.save_dir``) and string values, not the functions it calls (``os.path.join``)."""
+    out: set = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        d = dotted(e) if isinstance(e, (cst.Name, cst.Attribute)) else None
+        if d is not None:
+            out.add(d)
+        elif isinstance(e, cst.Call):
+            stack += [a.value for a in e.args]
+        elif isinstance(e, cst.SimpleString):
+            v = _string(e)
+            if v and len(v) > 1 and ("." in v or "/" in v):  # a file or directory name, not a separator
+                out.add(repr(v))
+        else:
+            stack += list(e.children)
+    return out
 
 
 def _global_saves(fn: cst.FunctionDef, module: cst.Module) -> set:
