@@ -234,8 +234,16 @@ def run(src: str, repos: list[dict], jobs: int) -> dict:
     return out
 
 
+def default_rules() -> frozenset:
+    """The codes devlint runs by default (the check lints with them): a labelled bug of a rule
+    that is off by default (DL008, DL010) is no miss of the default rules."""
+    from devlint import registry
+    return registry.resolve()
+
+
 def score(run_: dict, labels: list[dict], repos: list[dict]) -> dict:
     """Per (set, rule): findings, true, false, unlabelled, unsampled, missed (weighted)."""
+    defaults = default_rules()
     index = LabelIndex(labels)
     sets = {r["name"]: r["set"] for r in repos}
     table: dict = collections.defaultdict(lambda: collections.Counter())
@@ -268,6 +276,8 @@ def score(run_: dict, labels: list[dict], repos: list[dict]) -> dict:
         spans[(f["repo"], f["path"], f["cell"], f["rule"])].append((f["line"], f.get("end_line", f["line"])))
     for lab in labels:
         if id(lab) in reported or not lab["bug"] or lab["repo"] not in linted or lab["repo"] not in sets:
+            continue
+        if lab["rule"] not in defaults:
             continue
         if (lab["repo"], lab["path"]) in unparsed:  # Python 3 cannot compile it either
             continue
