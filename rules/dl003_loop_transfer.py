@@ -29,7 +29,7 @@ def names_in(node: cst.CSTNode) -> set:
 _READ_BACK = frozenset({"cpu", "numpy", "tolist", "item"})
 # reductions of a tensor the host already holds: computed there, nothing needs to come back
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "count_nonzero", "any", "all"})
-_KEEPS_DATA = frozenset({"detach", "float", "double", "long", "int", "half", "contiguous", "squeeze", "view",
+_KEEPS_DATA = frozenset({"detach", "float", "double", "long", "int", "half", "contiguous", "squeeze", "squeeze_", "view",
                          "reshape", "flatten"})
 
 
@@ -61,11 +61,68 @@ def _read_back_root(facts, call: cst.Call) -> Optional[str]:
     return e.value if isinstance(e, cst.Name) else None
 
 
-def _moves_in_place_of(facts, small: cst.CSTNode, items: set):
-    """``y = y.to(device)`` / ``x, y = x.cuda(), y.cuda()`` for loader items: (name, move)."""
+def _wrapped(facts, e: cst.BaseExpression) -> cst.BaseExpression:
+    """``Variable(x, volatile=True)`` (the legacy autograd wrapper) holds ``x``'s data: ``x``."""
+    if (isinstance(e, cst.Call) and e.args and e.args[0].keyword is None and not e.args[0].star
+            and (facts.qualname(e.func) or "").endswith("autograd.Variable")):
+        return e.args[0].value
+    return e
+
+
+def _each_moved(facts, e: cst.BaseExpression, items: set) -> Optional[cst.Call]:
+    """``tuple(t.to(d) for t in batch)`` / ``[t.cuda() for t in batch]`` over a loader item:
+    the move applied to each of its tensors."""
+    if (isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in ("tuple", "list")
+            and len(e.args) == 1):
+        e = e.args[0].value
+    if not (isinstance(e, (cst.GeneratorExp, cst.ListComp)) and isinstance(e.for_in, cst.CompFor)
+            and e.for_in.inner_for_in is None and not e.for_in.ifs and isinstance(e.for_in.target, cst.Name)
+            and isinstance(e.for_in.iter, cst.Name) and e.for_in.iter.value in items):
+        return None
+    elt = e.elt
+    if (isinstance(elt, cst.Call) and is_move(facts, elt) and isinstance(elt.func.value, cst.Name)
+            and elt.func.value.value == e.for_in.target.value):
+        return elt
+    return None
+
+
+def each_iter(e: cst.BaseExpression) -> Optional[str]:
+    """The name a ``tuple(... for t in batch)`` / ``[... for t in batch]`` runs over."""
+    if isinstance(e, cst.Call) and e.args:
+        e = e.args[0].value
+    if isinstance(e, (cst.GeneratorExp, cst.ListComp)) and isinstance(e.for_in.iter, cst.Name):
+        return e.for_in.iter.value
+    return None
+
+
+def _unpacked_items(small: cst.CSTNode, items: set) -> list:
+    """``inputs, gts = data`` for a loader item ``data``: the names it unpacks into."""
+    if (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name)
+            and small.value.value in items and isinstance(small.targets[0].target, (cst.Tuple, cst.List))):
+        els = small.targets[0].target.elements
+        if all(isinstance(el.value, cst.Name) for el in els):
+            return [el.value.value for el in els]
+    return []
+
+
+def _moves_in_place_of(facts, small: cst.CSTNode, items: set, moved_batches: Optional[dict] = None):
+    """``y = y.to(device)`` / ``x, y = x.cuda(), y.cuda()`` / ``y = Variable(y).cuda()`` for loader
+    items: (name, move). ``moved_batches``: loader items rebound to their tensors each moved
+    (``batch = tuple(t.to(d) for t in batch)``), and the names they are then unpacked into."""
     if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
         return
     target, value = small.targets[0].target, small.value
+    if moved_batches is not None:
+        each = _each_moved(facts, value, items)
+        if isinstance(target, cst.Name) and each is not None and target.value == each_iter(value):
+            moved_batches[target.value] = each
+            return
+        if (isinstance(value, cst.Name) and value.value in moved_batches
+                and isinstance(target, (cst.Tuple, cst.List))
+                and all(isinstance(el.value, cst.Name) for el in target.elements)):
+            for el in target.elements:
+                yield el.value.value, moved_batches[value.value]  # `x, y = batch`: device copies of its tensors
+            return
     pairs = []
     if isinstance(target, cst.Name):
         pairs = [(target, value)]
@@ -75,7 +132,7 @@ def _moves_in_place_of(facts, small: cst.CSTNode, items: set):
     for t, v in pairs:
         if not (isinstance(t, cst.Name) and isinstance(v, cst.Call) and is_move(facts, v)):
             continue
-        recv = v.func.value
+        recv = _wrapped(facts, v.func.value)
         if isinstance(recv, cst.Name) and recv.value == t.value and t.value in items:
             yield t.value, v
         elif (isinstance(recv, cst.Subscript) and isinstance(recv.value, cst.Name) and recv.value.value in items
@@ -138,7 +195,9 @@ class LoopTransfer(Rule):
     loop-invariant device tensor read per iteration of `for i in range(...)`
     (`k = ks[i].item()`, `ys[q, c].item()`, `ks` computed with torch in a loop that works on
     device values); and a loader's batch item moved to the device unchanged and copied back
-    in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there).
+    in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there;
+    also `inputs, gts = data` then `gts = Variable(gts).cuda()`, and `batch = tuple(t.to(d)
+    for t in batch)` then `x, y = batch`).
     A round trip is reported at both ends: where the value leaves the device and where
     it comes back. Not reported: moving the
     fresh batch (`x = x.to(device)`), work under a periodic or first-iteration branch
@@ -212,6 +271,16 @@ class LoopTransfer(Rule):
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
         "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
         "for x, y in loader:\n    y = y.to(device)\n    y[y == 255] = 0\n    print(y.cpu().numpy())\n",
+        # the moved batch's labels are changed on the device before they are read back
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
+        "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
+        "for batch in loader:\n    batch = [t.to(device) for t in batch]\n    x, y = batch\n    y = y - 1\n"
+        "    print(y.cpu().numpy())\n",
+        # only some tensors moved (a comprehension with a condition): no claim on what `y` is
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
+        "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
+        "for batch in loader:\n    batch = [t.to(device) for t in batch if t.dim() > 1]\n    x = batch\n"
+        "    print(x[0].cpu())\n",
         # read back on chosen iterations only (`i in sample_ids`)
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
         "loader = DataLoader(TensorDataset(torch.ones(4, 2)), batch_size=2)\nshown = {0}\n"
@@ -357,6 +426,27 @@ class LoopTransfer(Rule):
             "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
             "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
             "for x, y in loader:\n    x = x.to(device)\n    y = y.to(device)\n    print(x.sum(), y.cpu().numpy())\n",
+        ),
+        # a batch unpacked from the loader's item, moved through the legacy `Variable`, read back
+        Invalid(
+            "import torch\nfrom torch.autograd import Variable\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+            "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
+            "for i, data in enumerate(loader):\n    inputs, gts = data\n    inputs = Variable(inputs).cuda()\n"
+            "    gts = Variable(gts).cuda()\n    print(inputs.sum(), gts.data.cpu().numpy())\n",
+        ),
+        # every tensor of the batch moved, then unpacked: the labels are copied back for the metrics
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
+            "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
+            "labels = []\nfor step, batch in enumerate(loader):\n    batch = tuple(t.to(device) for t in batch)\n"
+            "    x, y = batch\n    print(x.sum())\n    labels.append(y.detach().cpu().numpy())\n",
+        ),
+        # ... also through a progress bar bound to a name first
+        Invalid(
+            "import torch\nfrom tqdm import tqdm\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+            "def evaluate(ds, device):\n    bar = tqdm(DataLoader(ds, batch_size=2))\n    for step, batch in enumerate(bar):\n"
+            "        batch = tuple(t.to(device) for t in batch)\n        x, y = batch\n"
+            "        print(x.sum(), y.cpu().numpy())\n",
         ),
         # a dict batch's mask moved under a new name, then summed back every step
         Invalid(
@@ -586,10 +676,11 @@ class LoopTransfer(Rule):
         was dropped by the move and is copied back, unchanged, every iteration."""
         if not isinstance(loop.body, cst.IndentedBlock):
             return
-        items = self.facts.loader_items(loop, self.t.scope, self.t.cls)
+        items = set(self.facts.loader_items(loop, self.t.scope, self.t.cls))
         if not items:
             return
         moved: dict = {}  # name -> its move
+        moved_batches: dict = {}  # loader item -> the move applied to each of its tensors
         for st in loop.body.body:
             if moved:
                 for n in nodes(st):
@@ -598,19 +689,25 @@ class LoopTransfer(Rule):
                     root = _read_back_root(self.facts, n)
                     if root is not None and root in moved:
                         self._reported.add(n)
-                        recv = moved[root].func.value
+                        recv = _wrapped(self.facts, moved[root].func.value)
                         keep = (f"read the loader's host tensor `{self.ctx.module.code_for_node(recv)}` instead"
                                 if isinstance(recv, cst.Subscript) else
-                                f"keep the host tensor (`{root}_host = {root}` before the move) and read that")
+                                f"keep the host tensor (`{root}_host = {root}` before the move) and read that"
+                                if isinstance(recv, cst.Name) and recv.value == root else
+                                "keep the loader's host batch and read that")
                         self.report(n, f"`{root}` was a host tensor from the loader, moved to the device unchanged "
                                        f"this iteration; `{short(self.ctx.module.code_for_node(n), 40)}` copies it "
                                        f"back every iteration (a synchronising copy): {keep}")
                 for name in list(moved):
                     if _changes(st, name):
                         del moved[name]
+            for name in list(moved_batches):
+                if _changes(st, name):
+                    del moved_batches[name]
             if isinstance(st, cst.SimpleStatementLine):
                 for small in st.body:
-                    for name, move in _moves_in_place_of(self.facts, small, items):
+                    items |= set(_unpacked_items(small, items))  # `inputs, gts = data`
+                    for name, move in _moves_in_place_of(self.facts, small, items, moved_batches):
                         moved[name] = move
 
     # ---- round trips ------------------------------------------------------------------------

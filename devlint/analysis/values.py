@@ -932,6 +932,10 @@ class ValueModel:
                 and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
             target, it = target.elements[1].value, it.args[0].value
         it = self._unwrap_progress(it)
+        if isinstance(it, cst.Name) and isinstance(scope, cst.FunctionDef):
+            bar = _single_local(scope, it.value)  # `epoch_iterator = tqdm(test_loader)`
+            if isinstance(bar, cst.Call) and self._unwrap_progress(bar) is not bar:
+                it = self._unwrap_progress(bar)
         if isinstance(it, cst.Call):
             loader = self._default_loader(it) or self.tensor_loader_kind(it, scope) == TENSOR_LOADER
         else:
