@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 19
+SUMMARY_VERSION = 20
 
 
 @dataclass(frozen=True)
@@ -481,6 +481,8 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
                 return False  # an early return on another condition: the check may be skipped
             if pol == 0 and in_function and _branches_ensure(s, ensuring):
                 return True
+        if in_function and isinstance(s, (ast.If, ast.Try, ast.With, ast.For, ast.While)) and _returns_within(s):
+            return False  # `try: ... if world_size < 2: return None`: the function may leave before the check
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             b = _literal_backend(s.value)
             if b is not None:
@@ -494,6 +496,18 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
                 return True
         if in_function and isinstance(s, ast.Return):
             return False
+    return False
+
+
+def _returns_within(s: ast.stmt) -> bool:
+    """A ``return`` somewhere in the compound statement (not in a function or class it defines)."""
+    stack = list(ast.iter_child_nodes(s))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Return):
+            return True
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(n))
     return False
 
 

@@ -158,6 +158,11 @@ class UnguardedCudaApi(Rule):
         "    return torch.cuda.get_device_name(0)\n",
         "import torch\ndef f(device):\n    if device.type == 'cuda':\n        torch.cuda.synchronize()\n",
         "import torch\ndef f(x):\n    if x.is_cuda:\n        torch.cuda.synchronize()\n",
+        # a device string the caller chose: the CUDA branch runs only when CUDA was asked for
+        "import sys\nimport torch\ndef sync(device):\n    if 'cuda' in device:\n        torch.cuda.synchronize(device)\n"
+        "if __name__ == '__main__':\n    sync(sys.argv[1])\n",
+        "import sys\nimport torch\ndef sync(device):\n    if device.startswith('cuda'):\n        torch.cuda.synchronize(device)\n"
+        "if __name__ == '__main__':\n    sync(sys.argv[1])\n",
         "import torch\ndef f(d):\n    if torch.device(d).type == 'cuda':\n        torch.cuda.get_device_capability()\n",
         "import torch\nif torch.cuda.device_count() > 0:\n    print(torch.cuda.get_device_name(0))\n",
         "import torch\ntorch.backends.cudnn.benchmark = True\nscaler = torch.cuda.amp.GradScaler()\n",

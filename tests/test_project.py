@@ -697,3 +697,24 @@ def test_a_project_saver_handed_the_path_earlier_in_the_run_saved_the_file(tmp_p
     write(tmp_path, {"exp.py": EXP, "tools.py": TOOLS.replace("torch.save(model.state_dict(), path + '/' + 'checkpoint.pth')",
                                                            "print(path)")})
     assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == [("exp.py", 9, "DL005"), ("exp.py", 13, "DL005")]
+
+
+MAYBE_DIST = ("import os\nimport torch\nimport torch.distributed as dist\n\ndef maybe_init_dist():\n    try:\n"
+              "        world_size = int(os.environ['WORLD_SIZE'])\n        if world_size < 2:\n            return None\n"
+              "    except KeyError:\n        return None\n    rank = int(os.environ['RANK'])\n"
+              "    torch.cuda.set_device(rank)\n    dist.init_process_group(backend='nccl', rank=rank, world_size=world_size)\n"
+              "    return rank\n")
+GENERATE = ("import argparse\nimport torch\nfrom tp import maybe_init_dist\n\ndef main(device):\n"
+            "    rank = maybe_init_dist()\n    net = torch.nn.Linear(2, 2).cuda()\n    print(net, rank)\n\n"
+            "if __name__ == '__main__':\n    main('cpu')\n")
+
+
+def test_a_launcher_that_returns_early_inside_a_try_guards_nothing(tmp_path, monkeypatch):
+    """`maybe_init_dist()` (gpt-fast): without torchrun, or with one process, it returns before
+    it starts the NCCL group, so the script goes on without a GPU and its `.cuda()` is reported.
+    The same launcher without those early returns makes the script CUDA-only."""
+    write(tmp_path, {"tp.py": MAYBE_DIST, "generate.py": GENERATE})
+    assert ("generate.py", 7, "DL002") in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"tp.py": MAYBE_DIST.replace("        if world_size < 2:\n            return None\n", "")
+                     .replace("    except KeyError:\n        return None\n", "    except KeyError:\n        raise\n")})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "generate.py"] == []

@@ -5,6 +5,7 @@ them to keep ``t.guarded`` during the traversal.
 
 * :func:`guard_polarity` — does a test being true (+1) or false (-1) imply CUDA is usable:
   ``torch.cuda.is_available()``, a flag assigned from it, ``device.type == "cuda"``,
+  ``"cuda" in device``, ``device.startswith("cuda")``,
   ``x.is_cuda``, ``torch.cuda.device_count() > rank``, ``backend == "nccl"``, a user switch
   such as ``args.cuda``.
 * :func:`decorator_guards` — a decorator that runs the function/class only with a GPU:
@@ -172,6 +173,10 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
             if quals and all(q.startswith("torch.cuda.") and q.endswith("Tensor") for q in quals):
                 return 1
             return 0
+        if (isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith" and len(test.args) == 1
+                and (string_value(test.args[0].value) or "").lower() in ("cuda", "gpu")
+                and (_is_device_expr(facts, test.func.value) or isinstance(test.func.value, (cst.Name, cst.Attribute)))):
+            return 1  # `device.startswith("cuda")`: the CUDA device was chosen
         if (isinstance(test.func, cst.Name) and test.func.value in ("all", "any") and len(test.args) == 1
                 and isinstance(test.args[0].value, (cst.List, cst.Tuple))):
             # `all([x.is_cuda, ...])` is an `and`, `any([...])` an `or`
@@ -193,6 +198,10 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comp = test.comparisons[0]
         left, right, op = test.left, comp.comparator, comp.operator
+        if isinstance(op, (cst.In, cst.NotIn)) and (string_value(left) or "").lower() in ("cuda", "gpu") and (
+                _is_device_expr(facts, right) or isinstance(right, (cst.Name, cst.Attribute))):
+            # `if "cuda" in device:` (a device string, `str(x.device)`): the CUDA device was chosen
+            return 1 if isinstance(op, cst.In) else -1
         for a, b, o in ((left, right, op), (right, left, None)):
             if isinstance(a, cst.Call) and facts.is_torch(a.func, "torch.cuda.device_count"):
                 if o is None:
