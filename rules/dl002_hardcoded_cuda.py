@@ -27,6 +27,10 @@ _STATELESS_LAYERS = frozenset({"ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiL
                                "LogSoftmax", "Dropout", "Identity", "Flatten", "MaxPool2d", "AvgPool2d"})
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})  # stateless only when built empty
 
+# decorators declaring a command-line option (`default=` is what a run gets unless told otherwise)
+_OPTION_DECLARATIONS = frozenset({"click.option", "typer.Option"})
+
+
 class HardcodedCuda(Rule):
     """
     ## What it does
@@ -36,7 +40,10 @@ class HardcodedCuda(Rule):
     and `torch.set_default_tensor_type("torch.cuda...")`; also an int or `"cuda"` that
     reaches `.to(p)` through one or two calls of the file's own functions or classes
     (`device = 0` -> `main(device)` -> `Trainer(model, gpu_id)` -> `model.to(gpu_id)`),
-    reported where it is defined.
+    reported where it is defined. Defaults a run gets unless told otherwise are portability
+    advice and say so: a `--device` option's `default="cuda"` (argparse, click, typer), a
+    configuration class's `device: str = "cuda"` field that the file reads
+    (`config.device`) and never overrides.
 
     Silent where the file makes sure of a GPU (`devlint.analysis.guards`): an availability
     check, a test gated for GPUs (`@RunIf(min_cuda_gpus=1)`, `skipif(not
@@ -84,6 +91,13 @@ class HardcodedCuda(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a configuration field the code overrides when CUDA is absent, and one nothing reads as a device
+        "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass Config:\n    device: str = 'cuda'\n"
+        "config = Config()\nif not torch.cuda.is_available():\n    config.device = 'cpu'\n"
+        "print(torch.ones(2).to(config.device))\n",
+        "from dataclasses import dataclass\n@dataclass\nclass Config:\n    device: str = 'cuda'\n    lr: float = 0.1\n",
+        # a command-line option that is not a device
+        "import click\n@click.command()\n@click.option('--backend', default='cuda')\ndef main(backend):\n    print(backend)\n",
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
         "import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.ones(2).cuda()\n",
@@ -316,6 +330,23 @@ class HardcodedCuda(Rule):
             "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n",
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
+        ),
+        # the same default declared with click, and as a configuration class's field
+        Invalid(
+            "import click\nimport torch\n@click.command()\n@click.option('-d', '--device', default='cuda:0')\n"
+            "def main(device):\n    print(torch.ones(2).to(device))\nif __name__ == '__main__':\n    main()\n",
+            "import click\nimport torch\n@click.command()\n"
+            "@click.option('-d', '--device', default='cuda:0' if torch.cuda.is_available() else 'cpu')\n"
+            "def main(device):\n    print(torch.ones(2).to(device))\nif __name__ == '__main__':\n    main()\n",
+        ),
+        Invalid(
+            "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n    device: str = 'cuda'\n"
+            "    lr: float = 0.1\nif __name__ == '__main__':\n    config = TrainConfig()\n"
+            "    print(torch.nn.Linear(2, 2).to(config.device))\n",
+            "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n"
+            "    device: str = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    lr: float = 0.1\nif __name__ == '__main__':\n    config = TrainConfig()\n"
+            "    print(torch.nn.Linear(2, 2).to(config.device))\n",
         ),
         # a switch hard-coded to True once, at module level: the CUDA branch always runs
         Invalid("import torch\nuse_cuda = True\nnet = torch.nn.Linear(2, 2)\nif use_cuda:\n    net = net.cuda()\n",
@@ -659,6 +690,9 @@ class HardcodedCuda(Rule):
         self._device_kwarg(node, func)
 
     def _torch_call(self, node: cst.Call, q: str) -> None:
+        if q in _OPTION_DECLARATIONS:
+            self._argparse_default(node, "command-line option")  # `@click.option("--device", default="cuda")`
+            return
         last = q.rsplit(".", 1)[-1]
         if q == "torch.device":
             if node in self._compared:
@@ -754,12 +788,39 @@ class HardcodedCuda(Rule):
                                           "CUDA device: raises on a machine without CUDA", avoid={root_name(func)} if func is not None else (),
                                           unsafe=not places_device(self.facts, node))
 
-    def _argparse_default(self, node: cst.Call) -> None:
+    def _argparse_default(self, node: cst.Call, kind: str = "argparse") -> None:
         names = [string_value(a.value) or "" for a in node.args if a.keyword is None]
         a = call_arg(node, None, "default")
         if a is not None and is_cuda_string(a.value) and any("device" in n or "cuda" in n for n in names):
             self._handled.add(a.value)
-            self._guard_in_place(a.value, "argparse default hard-codes the CUDA device (portability advice: a run that keeps the default fails without CUDA)")
+            self._guard_in_place(a.value, f"{kind} default hard-codes the CUDA device (portability advice: a run that keeps the default fails without CUDA)")
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        """``device: str = "cuda"``: a configuration class's field (a dataclass, pyrallis or
+        tyro config) or an annotated name, read as a device where the code reads it."""
+        if node.value is None or not is_cuda_string(node.value):
+            return
+        if self._silent():
+            self._guarded_literals.add(node.value)
+            return
+        d = dotted(node.target)
+        if d is None or "device" not in d.rsplit(".", 1)[-1].lower() or _DEVICE_TYPE_NAME.search(d.rsplit(".", 1)[-1]):
+            return
+        self._handled.add(node.value)
+        if self.t.cls is not None and self.t.function is None:
+            # a class field: what reads it is `config.device`, somewhere in the file
+            everything = list(nodes(self.ctx.module, into_scopes=True))
+            if not any(type(n) is cst.Attribute and n.attr.value == d for n in everything):
+                return
+            if any(type(n) is cst.AssignTarget and type(n.target) is cst.Attribute and n.target.attr.value == d
+                   for n in everything):
+                return  # `config.device = "cpu"` somewhere: the code chooses past the default
+            self._guard_in_place(node.value, f"field `{d}` defaults to the CUDA device (portability advice: "
+                                             "a run that keeps the default fails without CUDA)", default=True)
+            return
+        if self._never_read(d):
+            return
+        self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device: what it places fails on a machine without CUDA")
 
     def _legacy_type(self, node: cst.Call, last: str) -> None:
         msg = f"`torch.cuda.{last}(...)` creates a CUDA-only tensor: raises on a machine without CUDA"
