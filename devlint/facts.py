@@ -373,6 +373,16 @@ def prescan(module: cst.Module, source: bytes, project: Optional[ProjectFacts] =
     p = _Prescan(facts)
     for stmt in module.body:
         p.statement(stmt, None, None)
+    for stmt in module.body:
+        # `import model` ... `model = model.NCF(...)`: from there on the name is an object built by
+        # the module, not the module (a torch alias stays: `torch` is not reassigned in practice)
+        for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
+            if (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, cst.Call)):
+                name = small.targets[0].target.value
+                root = (dotted(small.value.func) or "").partition(".")[0]
+                if root == name and not facts.aliases.get(name, "torch").startswith("torch"):
+                    del facts.aliases[name]
     facts.values.finish(module)  # usage evidence for the whole file; final from here on
     return facts
 

@@ -331,6 +331,10 @@ class HardcodedCuda(Rule):
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
         ),
+        # a project module's name rebound to the model it builds: `model.cuda()` moves the model
+        Invalid("import torch\nimport model\nmodel = model.NCF(10, 8)\nmodel.cuda()\nprint(model)\n",
+                "import torch\nimport model\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "model = model.NCF(10, 8)\nmodel.to(device)\nprint(model)\n"),
         # the same default declared with click, and as a configuration class's field
         Invalid(
             "import click\nimport torch\n@click.command()\n@click.option('-d', '--device', default='cuda:0')\n"
