@@ -49,8 +49,11 @@ class ProjectFacts:
     cuda_entry: frozenset = frozenset()
     # checkpoint file names the project saves only from host data
     host_files: frozenset = frozenset()
+    # checkpoint file names the project saves (also) from data that may be on a device
+    gpu_files: frozenset = frozenset()
     # every checkpoint this file's program (it, its imports, the scripts beside it) saves
-    # holds host data, and there is at least one
+    # holds host data, and there is at least one: a file it loads that no save of the project
+    # names is one of those (its name came from outside, a command line) or a like one
     host_program: bool = False
     # names of project functions this file imports that return a tuple of array-like values
     # (tensor slices, torch results): `x, y = split_batch(b)` unpacks tensors or arrays
@@ -102,14 +105,16 @@ class ProjectFacts:
     savers: frozenset = frozenset()
 
     def __bool__(self) -> bool:
-        return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or self.host_program
+        return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
+                or self.host_program
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers))
 
     def key(self) -> str:
-        return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), self.host_program,
+        return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
+                     self.host_program,
                      sorted(self.module_bases), self.nccl_only, sorted(self.tensor_functions),
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
@@ -1913,6 +1918,7 @@ class ProjectIndex:
                     backends += s.backends if s is not None else [None]
             nccl_only = bool(backends) and all(b == "nccl" for b in backends)
         host_files: frozenset = frozenset()
+        gpu_files: frozenset = frozenset()
         host_program = False
         savers = self._imported_functions(source, imported, _SAVE_WORDS, "savers") if need_ckpt else set()
         if need_ckpt:
@@ -1925,6 +1931,13 @@ class ProjectIndex:
             saves: dict = {}
             all_saves = []
             helpers = {t for t, _ in imported}
+            for t in list(helpers):
+                if os.path.basename(t) == "__init__.py":
+                    # a package's `__init__` re-exports its modules (`from .lora import *`): what the
+                    # file calls through it is theirs
+                    reexported = {m for m, _ in self.imports(t) if os.path.dirname(m).startswith(os.path.dirname(t))}
+                    helpers |= reexported
+                    program |= reexported
             for p in program - {path}:  # the file's own saves are its own model's business
                 s = self.summary(p) if self._words(p, _SAVE_WORDS) else None
                 for name, host, model, explicit in (s.saves if s is not None else ()):
@@ -1935,8 +1948,10 @@ class ProjectIndex:
                     if name:
                         saves.setdefault(name, []).append(host)
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
+            gpu_files = frozenset(saves) - host_files
             host_program = bool(all_saves) and all(all_saves)
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
+                            gpu_files=gpu_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
                             tensor_functions=frozenset(tensor_functions), defaults_reached=defaults_reached,
                             stateless_modules=stateless, extensions=extensions, placing=placing,

@@ -718,3 +718,27 @@ def test_a_launcher_that_returns_early_inside_a_try_guards_nothing(tmp_path, mon
     write(tmp_path, {"tp.py": MAYBE_DIST.replace("        if world_size < 2:\n            return None\n", "")
                      .replace("    except KeyError:\n        return None\n", "    except KeyError:\n        raise\n")})
     assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "generate.py"] == []
+
+
+LORA = ("import torch\n\ndef save_lora_weight(model, path):\n    weights = []\n    for p in model.parameters():\n"
+        "        weights.append(p.detach().to('cpu'))\n    torch.save(weights, path)\n")
+LORA_GPU = ("import torch\n\ndef save_lora_weight(model, path):\n    weights = [p.detach() for p in model.parameters()]\n"
+            "    torch.save(model.state_dict(), path)\n")
+NOTEBOOK_LIKE = ("import torch\nfrom lora_diffusion import save_lora_weight\n\n"
+                 "weights = torch.load('../lora_illust.pt')\nprint(len(weights))\n")
+
+
+def test_a_file_no_save_names_in_a_program_that_saves_host_data_is_host_data(tmp_path, monkeypatch):
+    """`torch.load("../lora_illust.pt")`: no save of the project spells that name (a command line
+    chose it), and every checkpoint the program saves, through the package's `__init__`
+    re-export, is moved to the host by the saving code: the file is one of those. Traps: a
+    saving helper that keeps the device, and a name the project saves from device data."""
+    files = {"setup.py": "", "lora_diffusion/__init__.py": "from .lora import *\n", "lora_diffusion/lora.py": LORA,
+             "scripts/demo.py": NOTEBOOK_LIKE}
+    write(tmp_path, files)
+    assert [f for f in lint(tmp_path, monkeypatch, "scripts/demo.py") if f[2] == "DL005"] == []
+    write(tmp_path, {"lora_diffusion/lora.py": LORA_GPU})
+    assert ("scripts/demo.py", 4, "DL005") in lint(tmp_path, monkeypatch, "scripts/demo.py")
+    write(tmp_path, {"lora_diffusion/lora.py": LORA + "\ndef save_full(model):\n"
+                     "    torch.save(model.state_dict(), '../lora_illust.pt')\n"})
+    assert ("scripts/demo.py", 4, "DL005") in lint(tmp_path, monkeypatch, "scripts/demo.py")

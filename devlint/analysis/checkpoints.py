@@ -535,12 +535,13 @@ def file_name(expr: cst.BaseExpression) -> Optional[str]:
 
 def project_holds_host(path: cst.BaseExpression, project) -> bool:
     """What the rest of the project says about the loaded file (devlint.project): saved
-    under this name only from host data, or, for a path the code does not spell, every
-    checkpoint the program saves holds host data."""
+    under this name only from host data, or, for a path the code does not spell or a name no
+    save of the project writes (a file a command line named), every checkpoint the program
+    saves holds host data."""
     if not project:
         return False
     name = file_name(path)
-    if name is not None:
+    if name is not None and (name in project.host_files or name in project.gpu_files):
         return name in project.host_files
     return project.host_program
 
