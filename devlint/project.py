@@ -99,6 +99,9 @@ class ProjectFacts:
     # project module importing the class moves itself (``self.detect.stride = fn(self.detect.stride)``):
     # ``model.to(device)`` carries them along although they are plain attributes
     applied: frozenset = frozenset()
+    # checkpoint files that project modules name in constants this file imports, as
+    # ``"res152_path=resnet152-b121ed2d.pth"`` (the name as the file spells it)
+    checkpoint_paths: frozenset = frozenset()
     # project functions and classes this file imports and calls whose code saves checkpoints
     # (``EarlyStopping``, ``save_checkpoint``), as the file spells them: a call of one that is
     # handed the path a later load reads is a save of the same run
@@ -110,7 +113,8 @@ class ProjectFacts:
                 or bool(self.module_bases) or self.nccl_only
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
-                or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers))
+                or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
+                or bool(self.checkpoint_paths))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -119,7 +123,7 @@ class ProjectFacts:
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
-                     sorted(self.savers)))
+                     sorted(self.savers), sorted(self.checkpoint_paths)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -179,6 +183,9 @@ class Summary:
     dist_checks: list = field(default_factory=list)
     # top-level functions and classes whose code calls torch.save (``EarlyStopping``, ``save_model``)
     savers: list = field(default_factory=list)
+    # [name, checkpoint file name] per module-level constant naming a checkpoint file
+    # (``res152_path = os.path.join(root, "resnet152-b121ed2d.pth")``)
+    checkpoint_paths: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -606,6 +613,9 @@ def _top_level(body: list):
             yield from _top_level(n.orelse)
 
 
+_CHECKPOINT_FILE = re.compile(rb"\.(?:pth|pt|ckpt|pkl|bin|tar)[\"']")
+
+
 def _save_name(target: ast.AST) -> Optional[str]:
     """The file name a save/load path ends in, when the code spells it: ``"m.pt"``,
     ``os.path.join(d, "m.pt")``, ``d + "/m.pt"``, ``f"{d}/m.pt"``."""
@@ -756,7 +766,7 @@ def _places(call: ast.Call) -> bool:
 
 # A module none of whose lines can bear on a CUDA requirement or a checkpoint needs no parse:
 # its imports and whether it runs as a script are read off its text (most of a library).
-_NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|\.save\(")
+_NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|\.save\(|\.(?:pth|pt|ckpt)[\"']")
 # a return of slices or torch results (see _tensor_returns): worth a parse
 _TENSOR_RETURN = re.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
                             re.M)
@@ -930,6 +940,12 @@ def summarize(source: bytes) -> Optional[Summary]:
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
     s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     s.dist_checks = sorted(fn.name for fn in funcs if b"is_initialized" in source and _dist_check(fn))
+    if _CHECKPOINT_FILE.search(source):
+        for st in tree.body:
+            if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+                name = _save_name(st.value)
+                if name is not None and re.search(r"\.(?:pth|pt|ckpt|pkl|bin|tar)$", name):
+                    s.checkpoint_paths.append([st.targets[0].id, name])
     if raw_saves:
         saving = {id(fn) for _, _, fn in raw_saves if fn is not None}
         s.savers = sorted(d.name for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
@@ -1921,6 +1937,13 @@ class ProjectIndex:
         gpu_files: frozenset = frozenset()
         host_program = False
         savers = self._imported_functions(source, imported, _SAVE_WORDS, "savers") if need_ckpt else set()
+        paths = set()
+        for target, names in (imported if need_ckpt else ()):
+            if names is None or not self._words(target, (b".pth", b".pt", b".ckpt", b".pkl", b".bin", b".tar")):
+                continue
+            s = self.summary(target)
+            known = dict(s.checkpoint_paths) if s is not None else {}
+            paths |= {f"{a or n}={known[n]}" for n, a in names if n in known}
         if need_ckpt:
             here = os.path.dirname(path)
             for other in self._neighbours(path):
@@ -1958,7 +1981,8 @@ class ProjectIndex:
                             loader_params=loader_params,
                             gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
                             cuda_imports=need_cuda and self._imports_cuda_only(path, source),
-                            dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers))
+                            dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
+                            checkpoint_paths=frozenset(paths))
 
     def _applied(self, path: str, source: bytes) -> frozenset:
         """``"Detect.stride"`` for each class of this file whose attribute an ``_apply`` override

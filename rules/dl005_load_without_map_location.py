@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.checkpoints import (HostSaves, cache_written_beside, file_name, host_used_load, project_holds_host,
-                                          saved_earlier, is_dataset_class, is_dataset_module, is_library_module, is_test_module, only_into_scaler, package_data_path,
+                                          saved_earlier, zoo_file, is_dataset_class, is_dataset_module, is_library_module, is_test_module, only_into_scaler, package_data_path,
                                           path_key)
 from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
@@ -25,7 +25,13 @@ class LoadWithoutMapLocation(Rule):
     CUDA availability check, a load of the file or buffer the same function just wrote
     with `torch.save` / `torch.jit.save` / `m.save` (a round trip in one process: the
     saved devices exist), and other loaders (`torch.hub.load`,
-    `load_state_dict_from_url`) are not flagged.
+    `load_state_dict_from_url`) are not flagged. Nor are files whose origin says they hold
+    host tensors: a torch.hub model-zoo file (`resnet152-b121ed2d.pth`, spelled here or in
+    the project constant it comes from); a file an earlier call of a project saver was
+    handed the location of (`early_stopping(loss, model, path)` ... `torch.load(path +
+    "/checkpoint.pth")`: written by the same run); and, where every checkpoint the
+    program saves is moved to the host by the saving code, a file no save names (one the
+    command line named).
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from.
@@ -69,6 +75,11 @@ class LoadWithoutMapLocation(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a torch.hub model-zoo file (the hash suffix of its name): published from host tensors
+        "import torch\nimport torchvision\nnet = torchvision.models.resnet50()\n"
+        "net.load_state_dict(torch.load('weights/resnet50-19c8e357.pth'))\n",
+        "import os\nimport torch\nRES152 = os.path.join('/data/pretrained', 'resnet152-b121ed2d.pth')\n"
+        "def build(net):\n    net.load_state_dict(torch.load(RES152))\n",
         "import torch\nstate = torch.load('m.pt', map_location='cpu')\n",
         "import torch\nstate = torch.load('m.pt', 'cpu')\n",
         "import torch\nm = torch.jit.load('m.pt', map_location=torch.device('cpu'))\n",
@@ -309,6 +320,8 @@ class LoadWithoutMapLocation(Rule):
             return  # `if exists(p): load(p) else: build; save(v, p)`: a cache of what this code builds on the host
         if self._host_saves.all_explicit and file_name(node.args[0].value) is None:
             return  # a computed path, in a file every save of which writes host copies
+        if zoo_file(node.args[0].value, self.ctx.module, self.facts.project):
+            return  # a torch.hub model-zoo file (`resnet152-b121ed2d.pth`): published from host tensors
         if project_holds_host(node.args[0].value, self.facts.project):
             return  # the project saves that file from host data only (another file's save)
         if is_dataset_class(self.t.cls):

@@ -742,3 +742,17 @@ def test_a_file_no_save_names_in_a_program_that_saves_host_data_is_host_data(tmp
     write(tmp_path, {"lora_diffusion/lora.py": LORA + "\ndef save_full(model):\n"
                      "    torch.save(model.state_dict(), '../lora_illust.pt')\n"})
     assert ("scripts/demo.py", 4, "DL005") in lint(tmp_path, monkeypatch, "scripts/demo.py")
+
+
+def test_a_model_zoo_file_named_in_a_config_module_is_host_data(tmp_path, monkeypatch):
+    """`from .config import res152_path` with `res152_path = os.path.join(root, "resnet152-b121ed2d.pth")`:
+    the torch.hub name (its SHA-256 prefix) says it is a model-zoo download, published from host
+    tensors. A file of the project's own naming keeps the finding."""
+    config = "import os\nroot = '/data/pretrained'\nres152_path = os.path.join(root, 'resnet152-b121ed2d.pth')\n"
+    model = ("import torch\nfrom torchvision import models\nfrom .config import res152_path\n\n"
+             "def build():\n    net = models.resnet152()\n    net.load_state_dict(torch.load(res152_path))\n"
+             "    return net\n")
+    write(tmp_path, {"setup.py": "", "models/__init__.py": "", "models/config.py": config, "models/net.py": model})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == []
+    write(tmp_path, {"models/config.py": config.replace("resnet152-b121ed2d.pth", "resnet152-best.pth")})
+    assert ("models/net.py", 7, "DL005") in lint(tmp_path, monkeypatch)

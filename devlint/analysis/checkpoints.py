@@ -533,6 +533,30 @@ def file_name(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+# torch.hub's file names end in the first hex digits of the file's SHA-256
+# (``resnet152-b121ed2d.pth``): a model-zoo download, published from host tensors to load anywhere
+_HUB_FILE = re.compile(r"^[\w.]+-[0-9a-f]{8,}\.(?:pth|pt)$")
+
+
+def zoo_file(path: cst.BaseExpression, module: cst.Module, project) -> bool:
+    """The load reads a torch.hub model-zoo file: its name, spelled here, in a module-level
+    constant of the file, or in a constant of the project module it is imported from
+    (``ProjectFacts.checkpoint_paths``), has the hub's hash suffix."""
+    name = file_name(path)
+    if name is None and isinstance(path, cst.Name):
+        for st in module.body:
+            if isinstance(st, cst.SimpleStatementLine):
+                for small in st.body:
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name)
+                            and small.targets[0].target.value == path.value):
+                        name = file_name(small.value)
+        if name is None and project:
+            prefix = path.value + "="
+            name = next((p[len(prefix):] for p in project.checkpoint_paths if p.startswith(prefix)), None)
+    return name is not None and _HUB_FILE.match(name) is not None
+
+
 def project_holds_host(path: cst.BaseExpression, project) -> bool:
     """What the rest of the project says about the loaded file (devlint.project): saved
     under this name only from host data, or, for a path the code does not spell or a name no
