@@ -817,6 +817,7 @@ class HardcodedCuda(Rule):
             if not any(type(n) is cst.Attribute and n.attr.value == d for n in everything):
                 return
             if any(type(n) is cst.AssignTarget and type(n.target) is cst.Attribute and n.target.attr.value == d
+                   and not (type(n.target.value) is cst.Name and n.target.value.value == "self")
                    for n in everything):
                 return  # `config.device = "cpu"` somewhere: the code chooses past the default
             self._guard_in_place(node.value, f"field `{d}` defaults to the CUDA device (portability advice: "
