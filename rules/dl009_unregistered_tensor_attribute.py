@@ -146,6 +146,10 @@ class UnregisteredTensorAttribute(Rule):
         "        super().__init__()\n        self.lo = torch.tensor(lo).to(device)\n        self.hi = torch.tensor(hi).to(device)\n"
         "        self.box = torch.stack([self.lo, self.hi])\n    def forward(self, x):\n"
         "        return x.clamp(self.box[0], self.box[1]) + self.lo - self.hi\n",
+        # every use moves the slice it takes to the input's device
+        "import torch\nfrom torch import nn\nclass Noise(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.table = torch.rand(1, 1000)\n"
+        "    def forward(self, x):\n        return x + self.table[:, : x.shape[1]].to(x.device)\n",
         # every use moves the attribute to the input's device
         "import torch\nfrom torch import nn\nclass STFT(nn.Module):\n    def __init__(self, n):\n"
         "        super().__init__()\n        self.window = torch.ones(n)\n"
@@ -384,9 +388,11 @@ class UnregisteredTensorAttribute(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
-        if (self.t.cls is not None and isinstance(f, cst.Attribute) and f.attr.value == "to"
-                and isinstance(f.value, cst.Attribute) and self._self_attr(f.value) is not None):
-            reads = self.reads.setdefault(self.t.cls, {}).setdefault(f.value.attr.value, [0, 0, 0])
+        moved = f.value if isinstance(f, cst.Attribute) and f.attr.value == "to" else None
+        if isinstance(moved, cst.Subscript):
+            moved = moved.value  # `self.sine_waves[:, :n].to(x.device)`: the slice used, moved
+        if (self.t.cls is not None and isinstance(moved, cst.Attribute) and self._self_attr(moved) is not None):
+            reads = self.reads.setdefault(self.t.cls, {}).setdefault(moved.attr.value, [0, 0, 0])
             reads[1] += 1  # `self.window.to(x.device)`: moved where it is used
         if (self.t.cls is not None and isinstance(f, cst.Name) and f.value == "len" and len(node.args) == 1
                 and isinstance(node.args[0].value, cst.Attribute) and self._self_attr(node.args[0].value) is not None):
