@@ -314,10 +314,11 @@ def _signatures_with_cuda_defaults(source: bytes):
     first thing (``if not device: device = "cuda"``): read off the text, each signature parsed
     alone (not the whole module)."""
     fallbacks: dict = {}  # def head offset -> parameters its body falls back to CUDA for
-    heads = list(_DEF_HEAD.finditer(source)) if _CUDA_FALLBACK.search(source) else []
-    for fb in (_CUDA_FALLBACK.finditer(source) if heads else ()):
-        param = fb.group(2) or fb.group(3)
-        if fb.group(4) != param:
+    heads = list(_DEF_HEAD.finditer(source)) if (_CUDA_FALLBACK.search(source) or _CUDA_IFEXP.search(source)) else []
+    found = [(fb, fb.group(2) or fb.group(3), fb.group(4)) for fb in _CUDA_FALLBACK.finditer(source)] if heads else []
+    found += [(fb, fb.group(2), fb.group(2)) for fb in _CUDA_IFEXP.finditer(source)] if heads else []
+    for fb, param, assigned in found:
+        if assigned != param:
             continue
         indent = len(fb.group(1).expandtabs())
         head = next((h for h in reversed(heads) if h.start() < fb.start()
@@ -369,6 +370,11 @@ def _def_owner(source: bytes, m):
 _ASSIGNED_CUDA = re.compile(rb"""=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""")
 _CUDA_FALLBACK = re.compile(rb"""^([ \t]+)if[ \t]+(?:not[ \t]+(\w*device\w*)|(\w*device\w*)[ \t]+is[ \t]+None)[ \t]*:"""
                             rb"""[ \t]*\r?\n[ \t]+(\w+)[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""", re.M)
+
+
+# `self.device = device if device is not None else torch.device("cuda", 0)`
+_CUDA_IFEXP = re.compile(rb"^([ \t]+)[\w.]+[ \t]*=[ \t]*(\w*device\w*)[ \t]+if[ \t]+\2[ \t]+is[ \t]+not[ \t]+None"
+                         rb"[ \t]+else[ \t]+(?:torch\.device\([ \t]*)?[\"']cuda", re.M)
 
 
 def _literal_backend(value: Optional[ast.AST]) -> Optional[str]:
@@ -1864,7 +1870,8 @@ class ProjectIndex:
         # DL002: a CUDA device default is reported where some call leaves it in place
         defaults_reached = (self._defaults_reached(path, source) if need_cuda and b"device" in source
                             and _ASSIGNED_CUDA.search(source)  # (both assign a quoted "cuda")
-                            and (_CUDA_DEFAULT.search(source) or _CUDA_FALLBACK.search(source)) else frozenset())
+                            and (_CUDA_DEFAULT.search(source) or _CUDA_FALLBACK.search(source)
+                                 or _CUDA_IFEXP.search(source)) else frozenset())
         # DL002: `Criterion(...).cuda()` of a Module holding nothing to move
         stateless = self._stateless_modules(path, source) if b".cuda(" in source else frozenset()
         # DL003/DL010: a function looping over a parameter its callers elsewhere fill with a DataLoader

@@ -91,6 +91,10 @@ class HardcodedCuda(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a None default filled with CUDA in a conditional expression, that every call replaces
+        "import torch\nclass MetricOptions:\n    def __init__(self, G=None, device=None):\n"
+        "        self.device = device if device is not None else torch.device('cuda', 0)\n"
+        "def run(G):\n    return MetricOptions(G=G, device=torch.device('cpu'))\n",
         # a configuration field the code overrides when CUDA is absent, and one nothing reads as a device
         "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass Config:\n    device: str = 'cuda'\n"
         "config = Config()\nif not torch.cuda.is_available():\n    config.device = 'cpu'\n"
@@ -335,6 +339,10 @@ class HardcodedCuda(Rule):
         Invalid("import torch\nimport model\nmodel = model.NCF(10, 8)\nmodel.cuda()\nprint(model)\n",
                 "import torch\nimport model\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
                 "model = model.NCF(10, 8)\nmodel.to(device)\nprint(model)\n"),
+        # ... and a call that leaves it in place
+        Invalid("import torch\nclass MetricOptions:\n    def __init__(self, G=None, device=None):\n"
+                "        self.device = device if device is not None else torch.device('cuda', 0)\n"
+                "def run(G):\n    return MetricOptions(G=G)\n"),
         # the same default declared with click, and as a configuration class's field
         Invalid(
             "import click\nimport torch\n@click.command()\n@click.option('-d', '--device', default='cuda:0')\n"
@@ -888,6 +896,27 @@ class HardcodedCuda(Rule):
                 return  # no call in the project omits it and no command line runs it: every caller seen chooses
             self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device (portability advice: "
                                   "a caller that omits it fails without CUDA)", default=True)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        """``device if device is not None else torch.device("cuda")`` with ``device=None`` a
+        parameter: the CUDA device is the parameter's default in effect, reported only where a
+        call (in the project) or a command line leaves it in place."""
+        fn = self.t.function
+        if fn is None or not isinstance(node.body, cst.Name):
+            return
+        t = node.test
+        if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1
+                and isinstance(t.comparisons[0].operator, cst.IsNot) and isinstance(t.left, cst.Name)
+                and t.left.value == node.body.value and isinstance(t.comparisons[0].comparator, cst.Name)
+                and t.comparisons[0].comparator.value == "None"):
+            return
+        param = next((p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+                      if p.name.value == node.body.value), None)
+        if param is None or not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+            return
+        if not self._default_reached(fn, param):
+            self._dead.add(node.orelse)  # a torch.device(...) call
+            self._guarded_literals.add(node.orelse)  # a "cuda" string
 
     def _default_reached(self, fn: cst.FunctionDef, param: cst.Param) -> bool:
         """A call in this file or in another file of the project (``ProjectFacts.defaults_reached``)
