@@ -367,9 +367,32 @@ class _Prescan:
                 self.suite(case.body, scope, cls)
 
 
+_BINDS_TORCH = re.compile(rb"^[ \t]*(?:torch[ \t]*(?:,[^=\n]*)?=(?!=)|(?:def|class)[ \t]+torch\b)", re.M)
+
+
+def _star_imports_torch(module: cst.Module, source: bytes) -> bool:
+    """``from utils import *`` and ``torch.cuda.is_available()`` with no ``import torch`` in the
+    file: the name came in with the star (a module that imports torch exports it), and ``torch``
+    is never anything but the torch module. Only a top-level star import of another package
+    counts, and only while the file binds ``torch`` nowhere itself."""
+    star = False
+    for stmt in module.body:
+        for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
+            if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) and small.module is not None:
+                root = (dotted(small.module) or "").partition(".")[0]
+                star = star or root not in ("", "torch", "numpy", "math", "os", "sys")
+            elif isinstance(small, cst.Import) and any((dotted(al.name) or "").partition(".")[0] == "torch"
+                                                       or (al.asname is not None and dotted(al.asname.name) == "torch")
+                                                       for al in small.names):
+                return False
+    return star and _BINDS_TORCH.search(source) is None
+
+
 def prescan(module: cst.Module, source: bytes, project: Optional[ProjectFacts] = None) -> FileFacts:
     facts = FileFacts(source=source, module=module, project=project or NONE)
     facts.multi_gpu = _MULTI_GPU.search(source) is not None
+    if b"import *" in source and b"torch." in source and _star_imports_torch(module, source):
+        facts.aliases["torch"] = "torch"
     p = _Prescan(facts)
     for stmt in module.body:
         p.statement(stmt, None, None)

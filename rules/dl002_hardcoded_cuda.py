@@ -301,6 +301,12 @@ class HardcodedCuda(Rule):
         "        return torch.cuda.HalfTensor(n).zero_()\n    return torch.zeros(n)\n",
         "import torch\nclass Net(torch.nn.Module):\n    def step(self, x):\n"
         "        if next(self.parameters()).is_cuda:\n            x = x.cuda()\n        return x\n",
+        # the device index is checked against None first: None is the author's CPU path
+        "import torch\ndef weights(n, device_id=None):\n    w = torch.ones(n)\n    if device_id is not None:\n"
+        "        w = w.cuda(device_id)\n    return w\n",
+        "import torch\nclass M:\n    def to_device(self, m):\n"
+        "        if self.device_id is not None and m is not None:\n            return m.cuda(self.device_id)\n"
+        "        return m\n",
     ]
     INVALID = [
         Invalid(
@@ -527,6 +533,9 @@ class HardcodedCuda(Rule):
         Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel\n"
                 "def wrap(model, distributed):\n    if distributed:\n        model = model.cuda()\n"
                 "        model = DistributedDataParallel(model)\n    return model\n"),
+        # a None check on another name than the index says nothing of the CPU
+        Invalid("import torch\ndef load(model, gpu, ckpt):\n    if ckpt is not None:\n"
+                "        model = model.cuda(gpu)\n    return model\n"),
         # `if args.cpu:` is the branch that runs without a GPU
         Invalid("import torch\ndef load(model, args):\n    if args.cpu:\n        model = model.cuda()\n    return model\n"),
     ]
@@ -543,6 +552,7 @@ class HardcodedCuda(Rule):
         self._dead: set = set()  # parameter defaults that never run or never place
         self._silent_in: dict = {}  # function -> silent throughout (see _silent)
         self._site_guarded: dict = {}  # Call -> guarded where it is made
+        self._if_tests: list = []  # tests of the `if` bodies the traversal is in
         self._pending: list = []  # findings inside functions: kept unless every caller guards
 
     # ---- helpers --------------------------------------------------------------------
@@ -632,6 +642,31 @@ class HardcodedCuda(Rule):
                 and unused_device_binding(fn, stmt))
 
     # ---- visitors -------------------------------------------------------------------
+    def visit_If_body(self, node: cst.If) -> None:
+        self._if_tests.append(node.test)
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self._if_tests.pop()
+
+    def _none_checked(self, index: cst.BaseExpression) -> bool:
+        """``if device_id is not None: w = w.cuda(device_id)``: the code asks whether it was given
+        a GPU index before using it, so a run without one (None, the CPU) never gets here."""
+        d = dotted(index)
+        if d is None:
+            return False
+        for test in self._if_tests:
+            parts = [test]
+            while parts:
+                t = parts.pop()
+                if isinstance(t, cst.BooleanOperation) and isinstance(t.operator, cst.And):
+                    parts += [t.left, t.right]
+                elif (isinstance(t, cst.Comparison) and len(t.comparisons) == 1
+                      and isinstance(t.comparisons[0].operator, cst.IsNot)
+                      and isinstance(t.comparisons[0].comparator, cst.Name)
+                      and t.comparisons[0].comparator.value == "None" and dotted(t.left) == d):
+                    return True
+        return False
+
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # `x.device == torch.device("cuda")`, `torch.device("cuda") in devices`,
         # `type(t) is torch.cuda.FloatTensor`: tests, not placements; they run on a CPU
@@ -772,6 +807,8 @@ class HardcodedCuda(Rule):
         index_kw = call_arg(node, None, "device")
         given = positional[0] if positional else index_kw
         indexed = given is not None
+        if given is not None and self._none_checked(given.value):
+            return
         if given is not None and isinstance(given.value, cst.Attribute) and given.value.attr.value == "device":
             # `.cuda(other.device)`: the caller chose a device; keep it (`.to(other.device)`)
             choice: DeviceChoice | None = DeviceChoice(given.value, False, False)

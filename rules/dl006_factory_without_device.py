@@ -8,12 +8,14 @@ from devlint.analysis.hostflow import declares_host, ends_placed
 from devlint.analysis.usage import factory_of_chain, is_zero_dim, may_touch_device, usage_of
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls, own_params
 from devlint.rule import Invalid, Rule, safe, unsafe
+from devlint.syntax import dotted
 
 RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 # a method called on the fresh factory result that shows where it is meant to live
 _PLACED_BY = frozenset({"to", "cuda", "cpu", "type_as", "tolist", "item", "numpy", "pin_memory"})
 # attributes that only a tensor (among the values a forward receives) has
 _TENSOR_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "T", "grad", "requires_grad"})
+_TYPE_INFO_NUMBERS = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution", "bits"})
 _SCALAR_CALLS = frozenset({"float", "int", "len", "bool", "round", "abs", "min", "max", "sum"})
 
 
@@ -39,7 +41,11 @@ def _is_python_scalar(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Subscript):  # x.shape[0]
         return isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape"
     if isinstance(node, cst.Attribute):  # math.pi
-        return isinstance(node.value, cst.Name) and node.value.value == "math"
+        if isinstance(node.value, cst.Name) and node.value.value == "math":
+            return True
+        # torch.finfo(x.dtype).min, np.iinfo(np.int64).max: a number of the dtype, a Python float/int
+        return (node.attr.value in _TYPE_INFO_NUMBERS and isinstance(node.value, cst.Call)
+                and (dotted(node.value.func) or "").rsplit(".", 1)[-1] in ("finfo", "iinfo"))
     return False
 
 

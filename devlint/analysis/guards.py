@@ -961,6 +961,8 @@ class GuardModel:
         self._scan(facts.module)
         if _CUDA_ONLY_IMPORT.search(facts.source):
             self._scan_cuda_only_imports(facts.module)
+        if b"triton" in facts.source and b"](" in facts.source:
+            self._scan_triton_launches(facts.module)
         if facts.project.extensions and not self.file_guarded:
             self.file_guarded = self._imports_project_extension(facts.module, facts.project.extensions)
 
@@ -1070,6 +1072,29 @@ class GuardModel:
                             for st in line.body):
                         self.cuda_only_functions.add(n)
                         break
+
+    def _scan_triton_launches(self, module: cst.Module) -> None:
+        """A function that launches a Triton kernel of the file (``kernel[grid](x, out, ...)``
+        where ``kernel`` is decorated ``@triton.jit``, also under ``@triton.autotune``) runs only
+        on a GPU: Triton compiles for the device its tensors are on, and has no CPU backend in
+        a stock install. Importing ``triton`` alone says nothing (it installs with torch); the
+        launch does, and what the function allocates for the kernel must be on the GPU."""
+        f = self.facts
+        kernels = {n.name.value for n in nodes(module, into_scopes=True) if type(n) is cst.FunctionDef and any(
+            (f.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+            in ("triton.jit", "triton.autotune", "triton.heuristics") for d in n.decorators)}
+        if not kernels:
+            return
+        for n in nodes(module, into_scopes=True):
+            if type(n) is not cst.FunctionDef or n.name.value in kernels or not isinstance(n.body, cst.IndentedBlock):
+                continue
+            for st in n.body.body:  # a launch the function always runs, not one branch's
+                if isinstance(st, cst.SimpleStatementLine) and any(
+                        type(c) is cst.Call and isinstance(c.func, cst.Subscript)
+                        and isinstance(c.func.value, cst.Name) and c.func.value.value in kernels
+                        for c in nodes(st)):
+                    self.cuda_only_functions.add(n)
+                    break
 
     @staticmethod
     def _imports_project_extension(module: cst.Module, extensions: frozenset) -> bool:

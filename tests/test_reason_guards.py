@@ -1,0 +1,111 @@
+"""Reasons a line is fine that sit in what the code shows, not in a name (seventh round of the
+ecosystem check): `torch` brought in by a star import, a Triton kernel launch, a None-checked GPU
+index, a dtype's limits. Each has its trap: the same code without the reason keeps its finding."""
+
+from __future__ import annotations
+
+import textwrap
+
+from devlint import registry
+from devlint.engine import fix_source, lint_source
+from devlint.settings import Settings
+
+
+def _codes(src: str, filename: str = "train.py") -> list:
+    settings = Settings(select=registry.resolve())
+    diags = lint_source(textwrap.dedent(src).encode(), filename, settings).diagnostics
+    return sorted((d.line, d.code) for d in diags)
+
+
+# ---- `from utils import *` brings `torch` -----------------------------------------------------
+
+STAR_ASSERTED = '''\
+    from few_shot.callbacks import *
+
+    assert torch.cuda.is_available()
+    device = torch.device("cuda")
+    loss_fn = torch.nn.NLLLoss().cuda()
+    '''
+
+STAR_UNGUARDED = '''\
+    from few_shot.callbacks import *
+
+    x = batch.cuda()
+    torch.cuda.synchronize()
+    '''
+
+
+def test_a_star_imported_torch_is_torch_and_its_assert_guards_the_script():
+    assert _codes(STAR_ASSERTED) == []
+
+
+def test_a_star_imported_torch_without_a_guard_keeps_its_findings():
+    # before, `torch.cuda.synchronize()` was not even recognised: `torch` was an unknown name
+    assert _codes(STAR_UNGUARDED) == [(3, "DL002"), (4, "DL004")]
+
+
+def test_a_file_that_binds_torch_itself_is_not_read_through_the_star():
+    src = STAR_UNGUARDED.replace("from few_shot.callbacks import *\n",
+                                 "from few_shot.callbacks import *\ntorch = load_backend()\n")
+    assert (5, "DL004") not in _codes(src)
+
+
+def test_fixing_a_star_imported_torch_script_is_valid_and_stable():
+    src = textwrap.dedent(STAR_UNGUARDED).encode()
+    settings = Settings(select=registry.resolve(), unsafe_fixes=True)
+    fixed = fix_source(src, "train.py", settings).source
+    compile(fixed, "train.py", "exec")
+    assert b"torch.cuda.is_available()" in fixed
+    assert fixed.count(b"import torch\n") <= 1  # an explicit import at most once
+    assert fix_source(fixed, "train.py", settings).source == fixed  # idempotent
+
+
+# ---- a Triton kernel launch needs a GPU ------------------------------------------------------
+
+TRITON = '''\
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.autotune(configs=[], key=["n"])
+    @triton.jit
+    def add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+
+
+    def add(x):
+        out = torch.empty(x.shape, device="cuda")
+        grid = lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)
+        add_kernel[grid](x, out, x.numel())
+        return out
+
+
+    def reference(x):
+        return torch.empty(x.shape, device="cuda")
+
+
+    def sometimes(x, fast):
+        out = torch.empty(x.shape, device="cuda")
+        if fast:
+            add_kernel[(1,)](x, out, x.numel())
+        return out
+
+
+    def table(x, ops):
+        out = torch.empty(x.shape, device="cuda")
+        ops["add"](x, out)
+        return out
+    '''
+
+
+def test_a_function_launching_a_triton_kernel_is_cuda_only():
+    codes = _codes(TRITON, "kernels.py")
+    assert (13, "DL002") not in codes  # add(): launches add_kernel
+    # traps: no launch, a launch on one branch only, a subscript call that is no kernel
+    assert {(20, "DL002"), (24, "DL002"), (31, "DL002")} <= set(codes)
+
+
+def test_importing_triton_alone_guards_nothing():
+    src = TRITON.replace('    @triton.autotune(configs=[], key=["n"])\n    @triton.jit\n', "")
+    assert (11, "DL002") in _codes(src, "kernels.py")  # two decorator lines fewer
