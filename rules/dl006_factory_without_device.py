@@ -122,6 +122,10 @@ class FactoryWithoutDevice(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a dtype's lowest value as a 0-dim tensor: a Python number, which meets CUDA tensors as a scalar
+        "import torch\nfrom torch import nn\nclass Attn(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.proj = nn.Linear(4, 4)\n    def forward(self, w):\n"
+        "        w = self.proj(w)\n        return torch.max(w, torch.tensor(torch.finfo(w.dtype).min))\n",
         # a placeholder one branch binds while the other computes the loss: it only goes to the log
         "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def __init__(self, w):\n"
         "        super().__init__()\n        self.w = w\n        self.net = nn.Linear(2, 2)\n"
