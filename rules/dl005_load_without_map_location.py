@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.analysis.checkpoints import (HostSaves, cache_written_beside, file_name, host_used_load, project_holds_host,
                                           saved_earlier, zoo_file, is_dataset_class, is_dataset_module, is_library_module, is_test_module, only_into_scaler, package_data_path,
-                                          path_key)
+                                          path_key, values_read_as_numpy)
 from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
@@ -75,6 +75,9 @@ class LoadWithoutMapLocation(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # every loaded value turned into an array: `.numpy()` works only on host tensors
+        "import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
+        "        out[k] = v.numpy()\n    return out\n",
         # a torch.hub model-zoo file (the hash suffix of its name): published from host tensors
         "import torch\nimport torchvision\nnet = torchvision.models.resnet50()\n"
         "net.load_state_dict(torch.load('weights/resnet50-19c8e357.pth'))\n",
@@ -148,6 +151,9 @@ class LoadWithoutMapLocation(Rule):
         "    return torch.load(open(path, 'rb'))\n",
     ]
     INVALID = [
+        # a value read with .item() / .tolist() may be a CUDA tensor: nothing says the file is host data
+        Invalid("import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
+                "        out[k] = v.tolist()\n    return out\n"),
         # a function of the script that writes where its caller says is no save of the script's path
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
@@ -334,6 +340,8 @@ class LoadWithoutMapLocation(Rule):
             return  # XLA tensors are pickled from host copies (`xm.save`): nothing to map
         if package_data_path(node.args[0].value, self.ctx.module):
             return  # a file shipped in the package: every user (CPU-only CI too) loads it, it holds host tensors
+        if values_read_as_numpy(node, self.t.function or self.ctx.module):
+            return  # `.numpy()` on every loaded value: the file holds host tensors (a CUDA one would raise anyway)
         if only_into_scaler(node, self.t.function, self._host_saves.scaler_receivers):
             return  # a GradScaler's state holds Python numbers only
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:

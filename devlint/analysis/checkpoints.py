@@ -618,6 +618,39 @@ def host_used_load(node: cst.CSTNode) -> Optional[cst.Call]:
     return None
 
 
+def values_read_as_numpy(load: cst.Call, root: cst.CSTNode) -> bool:
+    """``sd = torch.load(p)`` then ``for k, v in sd.items(): jt.Var(v.numpy())`` (or
+    ``sd[name].numpy()``): ``.numpy()`` raises on a CUDA tensor on every machine, so code that
+    turns the loaded values into arrays works only with a file of host tensors, and such a file
+    loads without ``map_location`` anywhere."""
+    name = None
+    for n in nodes(root):
+        if (isinstance(n, cst.Assign) and n.value is load and len(n.targets) == 1
+                and isinstance(n.targets[0].target, cst.Name)):
+            name = n.targets[0].target.value
+            break
+    if name is None:
+        return False
+    items: set = set()  # loop names bound to the loaded values
+    for n in nodes(root):
+        if isinstance(n, cst.For) and isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Attribute) \
+                and isinstance(n.iter.func.value, cst.Name) and n.iter.func.value.value == name:
+            meth = n.iter.func.attr.value
+            if meth == "values" and isinstance(n.target, cst.Name):
+                items.add(n.target.value)
+            elif meth == "items" and isinstance(n.target, cst.Tuple) and len(n.target.elements) == 2 \
+                    and isinstance(n.target.elements[1].value, cst.Name):
+                items.add(n.target.elements[1].value.value)
+    for n in nodes(root):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "numpy":
+            v = n.func.value
+            if isinstance(v, cst.Name) and v.value in items:
+                return True
+            if isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name) and v.value.value == name:
+                return True
+    return False
+
+
 def is_library_module(module: cst.Module) -> bool:
     """No `if __name__ == "__main__":` block and no module-level call statement: code that is
     imported, never run. Such a module must not grow an import-time device global."""
