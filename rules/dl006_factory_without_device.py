@@ -9,6 +9,7 @@ from devlint.analysis.usage import factory_of_chain, is_zero_dim, may_touch_devi
 from devlint.facts import DEVICE_LESS_FACTORIES, MODULE, PARAM, TENSOR, iter_calls, own_params
 from devlint.rule import Invalid, Rule, safe, unsafe
 from devlint.syntax import dotted
+from devlint.walk import nodes
 
 RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 # a method called on the fresh factory result that shows where it is meant to live
@@ -46,6 +47,27 @@ def _is_python_scalar(node: cst.BaseExpression) -> bool:
         # torch.finfo(x.dtype).min, np.iinfo(np.int64).max: a number of the dtype, a Python float/int
         return (node.attr.value in _TYPE_INFO_NUMBERS and isinstance(node.value, cst.Call)
                 and (dotted(node.value.func) or "").rsplit(".", 1)[-1] in ("finfo", "iinfo"))
+    return False
+
+
+def _cache_fill(node: cst.Call, method: cst.FunctionDef) -> bool:
+    """``if self.edges is None or self.n != n: ...; self.edges = built; if cuda: self.edges =
+    self.edges.cuda()``: the factory runs when the cached attribute is missing (or its key
+    changed), not on every call, and the branch that fills the cache moves it to the device."""
+    for branch in nodes(method.body):
+        if not isinstance(branch, cst.If):
+            continue
+        cached = {dotted(c.left) for c in nodes(branch.test) if isinstance(c, cst.Comparison)
+                  and len(c.comparisons) == 1 and isinstance(c.comparisons[0].operator, cst.Is)
+                  and isinstance(c.comparisons[0].comparator, cst.Name) and c.comparisons[0].comparator.value == "None"}
+        cached = {d for d in cached if d and d.startswith("self.")}
+        if not cached or not any(n is node for n in nodes(branch.body)):
+            continue
+        for a in nodes(branch.body):
+            if (isinstance(a, cst.Assign) and len(a.targets) == 1 and dotted(a.targets[0].target) in cached
+                    and isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute)
+                    and a.value.func.attr.value in ("cuda", "to") and dotted(a.value.func.value) in cached):
+                return True
     return False
 
 
@@ -122,6 +144,13 @@ class FactoryWithoutDevice(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a cache filled when missing and moved by the branch that fills it: not built every call
+        "import torch\nfrom torch import nn\nclass G(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.lin = nn.Linear(4, 4)\n        self.edges = None\n"
+        "    def edge_list(self, n, cuda):\n        if self.edges is None:\n"
+        "            self.edges = torch.ones(n, n).nonzero()\n            if cuda:\n"
+        "                self.edges = self.edges.cuda()\n        return self.edges\n"
+        "    def forward(self, x):\n        return self.lin(x), self.edge_list(4, x.is_cuda)\n",
         # a dtype's lowest value as a 0-dim tensor: a Python number, which meets CUDA tensors as a scalar
         "import torch\nfrom torch import nn\nclass Attn(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.proj = nn.Linear(4, 4)\n    def forward(self, w):\n"
@@ -241,6 +270,12 @@ class FactoryWithoutDevice(Rule):
         "        return x + t\n",
     ]
     INVALID = [
+        # ... a cache that stays on the host meets the device tensors
+        Invalid(
+            "import torch\nfrom torch import nn\nclass G(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.lin = nn.Linear(4, 4)\n        self.mask = None\n"
+            "    def forward(self, x):\n        if self.mask is None:\n"
+            "            self.mask = torch.ones(4, 4)\n        return self.lin(x) * self.mask\n"),
         # ... but one that meets the loss after the branches mixes devices
         Invalid(
             "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def __init__(self, w):\n"
@@ -433,6 +468,8 @@ class FactoryWithoutDevice(Rule):
                 continue  # a host-only computation that leaves moved / registered / to callers that place it
             if declares_host(method):
                 continue  # `host = torch.device("cpu")`; `x.to(host)`: the method computes on the host on purpose
+            if _cache_fill(node, method):
+                continue  # built once into a cache that the same branch then moves: neither per call nor left behind
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")
             self.report(node, msg, self._fix(node, factory, method, cls))
