@@ -50,7 +50,9 @@ class HardcodedCuda(Rule):
     torch.cuda.is_available())`, `pytest.param(..., marks=...)`, `pytestmark`), an
     `assert torch.cuda.is_available()` / `device_count() > rank`, an init that exits without
     a GPU, NCCL code, CUDA extension code (an `autograd.Function` feeding a compiled kernel),
-    and for a `device="cuda"` default that every call in the file overrides. A file or
+    a function that launches a Triton kernel of its file (`kernel[grid](...)` on a
+    `@triton.jit` function), `.cuda(i)` under `if i is not None:` (None is the author's CPU
+    path), and for a `device="cuda"` default that every call in the file overrides. A file or
     function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
 
     ## Why is this bad?

@@ -31,7 +31,9 @@ class LoadWithoutMapLocation(Rule):
     handed the location of (`early_stopping(loss, model, path)` ... `torch.load(path +
     "/checkpoint.pth")`: written by the same run); and, where every checkpoint the
     program saves is moved to the host by the saving code, a file no save names (one the
-    command line named).
+    command line named). A load whose values the code turns into arrays (`v.numpy()` on
+    each, or `sd[k].numpy()`) holds host tensors too: `.numpy()` raises on a CUDA tensor on
+    any machine.
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from.

@@ -86,8 +86,10 @@ class FactoryWithoutDevice(Rule):
     read on the host (`.to(...)`, `.cuda()`, `.cpu()`, `.type_as(x)`, `.tolist()`,
     `.item()`: DL007 handles the moves), a factory used directly as an index
     (`x[torch.arange(n)]`: CUDA tensors accept CPU index tensors), and
-    `torch.tensor(<python scalar>)` and other 0-dim tensors (`torch.zeros(())`: a 0-dim
-    CPU tensor mixes with CUDA tensors in arithmetic, so it is not a device bug).
+    `torch.tensor(<python scalar>)` (a dtype's limit, `torch.finfo(x.dtype).min`, too) and
+    other 0-dim tensors (`torch.zeros(())`: a 0-dim CPU tensor mixes with CUDA tensors in
+    arithmetic, so it is not a device bug), and a cache built when its attribute is missing
+    (`if self.edges is None:`) and moved by the branch that fills it.
     Casts between the factory and its move keep it placed
     (`torch.arange(n).long().cuda()`), and so does a move on the next statement
     (`idx = torch.arange(n)` then `if x.is_cuda: idx = idx.cuda()`). Values that are right
