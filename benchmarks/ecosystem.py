@@ -56,6 +56,7 @@ CANDIDATES = {
                         r"FloatTensor|LongTensor)\w*\(.*\)\.(to|cuda)\("),
 }
 IN_LOOP_RULES = ("DL003",)  # candidates only inside a `for`/`while` body (by indentation)
+ALSO = re.compile(r"(?:\(also |; )(DL\d{3}): ")  # the codes a merged finding stands for too
 
 
 def line_hash(text: str) -> str:
@@ -273,7 +274,10 @@ def score(run_: dict, labels: list[dict], repos: list[dict]) -> dict:
     unparsed = {(f["repo"], f["path"]) for f in run_["findings"] if f["rule"] == "DL000"}
     spans = collections.defaultdict(list)  # a statement over several lines is reported once
     for f in run_["findings"]:
-        spans[(f["repo"], f["path"], f["cell"], f["rule"])].append((f["line"], f.get("end_line", f["line"])))
+        # `torch.zeros(3).cuda()` is one DL007 finding "(also DL002: ...)": the line a DL002
+        # label names is reported, under the code that subsumes it (devlint.engine.SUBSUMES)
+        for code in (f["rule"], *ALSO.findall(f.get("message", ""))):
+            spans[(f["repo"], f["path"], f["cell"], code)].append((f["line"], f.get("end_line", f["line"])))
     for lab in labels:
         if id(lab) in reported or not lab["bug"] or lab["repo"] not in linted or lab["repo"] not in sets:
             continue

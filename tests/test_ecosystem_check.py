@@ -94,3 +94,21 @@ def test_committed_labels_are_facts_about_lines():
         assert isinstance(r["bug"], bool) and r["confidence"] in ("high", "medium")
         assert len(r["hash"]) == 8 and len(r["commit"]) == 40 and r["line"] >= 1
         assert r["source"] in ("finding", "sample") and r["why"]
+
+
+def test_a_label_of_a_code_a_merged_finding_stands_for_is_no_miss():
+    # `torch.zeros(3).cuda()` is reported once, as DL007 "(also DL002: ...)": a DL002 label on
+    # that line is found, under the code that subsumes it; a DL003 label there is still a miss
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import ecosystem
+
+    repo = {"name": "o/r", "commit": "0" * 40, "set": "tune", "kind": "research"}
+    finding = {"repo": "o/r", "set": "tune", "path": "t.py", "cell": None, "line": 3, "end_line": 3,
+               "rule": "DL007", "hash": "aaaaaaaa",
+               "message": "`torch.zeros(3)` is built on the host (also DL002: `.cuda()` hard-codes the CUDA device)"}
+    labels = [{"repo": "o/r", "path": "t.py", "cell": None, "line": 3, "hash": "aaaaaaaa", "rule": rule,
+               "bug": True, "weight": 1.0} for rule in ("DL007", "DL002", "DL003")]
+    table = ecosystem.score({"findings": [finding], "repos": {"o/r": {}}}, labels, [repo])
+    assert table[("tune", "DL007")]["true"] == 1
+    assert table[("tune", "DL002")]["missed"] == 0
+    assert table[("tune", "DL003")]["missed"] == 1
