@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -177,6 +178,9 @@ def _list_element(sub: cst.Subscript, new: str) -> cst.BaseExpression:
     return out
 
 
+_DTYPE_WORD = re.compile(r"dtype|float|half|double|int\d*\b|long|bool|bfloat|complex")
+
+
 class LoopTransfer(Rule):
     """
     ## What it does
@@ -267,6 +271,10 @@ class LoopTransfer(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a module moved out and back in every iteration (trained on the GPU, collected on the host)
+        "import torch\nfrom torch import nn\ndef run(model, swa, opt, x, device, host, n):\n    model = model.to(device)\n"
+        "    for _ in range(n):\n        model(x).sum().backward()\n        opt.step()\n        model.to(host)\n"
+        "        swa.load_state_dict(model.state_dict())\n        model.to(device)\n",
         # the labels are changed on the device before they are read back: no host copy holds that
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
         "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
@@ -340,6 +348,10 @@ class LoopTransfer(Rule):
         "            ae.decoder.to(x.device)\n        print(ae.decode(x))\n",
     ]
     INVALID = [
+        # ... a cast to another dtype moves nothing back: the move to the device is still invariant
+        Invalid("import torch\nfrom torch import nn\ndef run(n, x, device):\n    model = nn.Linear(4, 2)\n"
+                "    for _ in range(n):\n        model.to(device)\n        model.to(torch.float32)\n"
+                "        print(model(x.to(device)))\n"),
         # one element of a device tensor read per iteration
         Invalid(
             "import torch\ndevice = torch.device('cpu')\nks = torch.ones(3, device=device).int()\n"
@@ -533,10 +545,22 @@ class LoopTransfer(Rule):
     def _invariant_moves(self, loop, bound, bound_list, mutated, skip) -> None:
         scope, cls = self.t.scope, self.t.cls
         groups: dict = {}
+        # `model.to(swa_device)` ... `model.to(device)` in one body: the placement changes within
+        # every iteration (moved out and back), so neither move is loop-invariant
+        targets: dict = {}
+        for n in nodes(loop.body):
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
+                    and n.func.attr.value in ("to", "cuda", "cpu") and n not in skip:
+                where = ",".join(self.ctx.module.code_for_node(a.value) for a in n.args if a.keyword is None)
+                if not _DTYPE_WORD.search(where):  # `w.to(torch.float16)` changes no placement
+                    targets.setdefault(n.func.value.value, set()).add(n.func.attr.value + ":" + where)
+        shuttled = {name for name, ts in targets.items() if len(ts) > 1}
         for n in nodes(loop.body):
             if n in self._reported or n in skip or not is_move(self.facts, n):
                 continue
             recv = n.func.value
+            if isinstance(recv, cst.Name) and recv.value in shuttled:
+                continue
             dev = device_target(self.facts, n)
             if names_in(dev) & bound or (n.args and any(names_in(a.value) & bound for a in n.args)):
                 continue
