@@ -77,6 +77,11 @@ class LoadWithoutMapLocation(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # the script's own function saves each net under a `%` template; the load names one of them
+        "import torch\nfrom torch import nn\nnets = [nn.Linear(2, 2).cuda(), nn.Linear(2, 2).cuda()]\n"
+        "def val(net, k, run_id):\n    save_point = './checkpoint/%s_net%d.pth.tar' % (run_id, k)\n"
+        "    torch.save(net.state_dict(), save_point)\nval(nets[0], 1, 'a')\n"
+        "nets[0].load_state_dict(torch.load('./checkpoint/%s_net1.pth.tar' % 'a'))\n",
         # every loaded value turned into an array: `.numpy()` works only on host tensors
         "import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
         "        out[k] = v.numpy()\n    return out\n",
@@ -153,6 +158,16 @@ class LoadWithoutMapLocation(Rule):
         "    return torch.load(open(path, 'rb'))\n",
     ]
     INVALID = [
+        # ... a file of another template than the one the run saved
+        Invalid("import torch\nfrom torch import nn\nnets = [nn.Linear(2, 2).cuda(), nn.Linear(2, 2).cuda()]\n"
+                "def val(net, k, run_id):\n    save_point = './checkpoint/%s_net%d.pth.tar' % (run_id, k)\n"
+                "    torch.save(net.state_dict(), save_point)\nval(nets[0], 1, 'a')\n"
+                "nets[0].load_state_dict(torch.load('./pretrained/%s_best.pth' % 'a'))\n",
+                "import torch\nfrom torch import nn\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+                "nets = [nn.Linear(2, 2).cuda(), nn.Linear(2, 2).cuda()]\n"
+                "def val(net, k, run_id):\n    save_point = './checkpoint/%s_net%d.pth.tar' % (run_id, k)\n"
+                "    torch.save(net.state_dict(), save_point)\nval(nets[0], 1, 'a')\n"
+                "nets[0].load_state_dict(torch.load('./pretrained/%s_best.pth' % 'a', map_location=device))\n"),
         # a value read with .item() / .tolist() may be a CUDA tensor: nothing says the file is host data
         Invalid("import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
                 "        out[k] = v.tolist()\n    return out\n"),

@@ -78,6 +78,8 @@ def _same_file_key(expr: cst.BaseExpression, module: cst.Module, opened: dict) -
         return "fmt:" + str(_string(expr.func.value))
     if isinstance(expr, cst.FormattedString):
         return "fstr:" + "{}".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText))
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and _string(expr.left) is not None:
+        return "pct:" + str(_string(expr.left))  # `'./ckpt/%s_net%d.pth' % (args.id, k)`: its template
     key = path_key(expr)
     return key if key is not None else "code:" + module.code_for_node(expr)
 
@@ -107,7 +109,7 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module, savers:
                     where |= _locations(bound[arg.value.value])
                 if where & handed:
                     return True
-            return _same_file_key(arg.value, module, opened) in saves
+            return _saved_as(_same_file_key(arg.value, module, opened), saves)
         if savers and isinstance(n, cst.Assign) and len(n.targets) == 1:
             target = dotted(n.targets[0].target)
             if target is not None:
@@ -140,6 +142,27 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module, savers:
     return False
 
 
+_PCT_FIELD = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[sdifr]")
+
+
+def _saved_as(key: Optional[str], saves: set) -> bool:
+    """The load's file is one the saves write: the same key, or a ``%`` template of a save
+    whose fields the load fills in (``'%s_net%d.pth' % (id, k)`` saved, ``'%s_net1.pth' % id``
+    loaded: the file of net 1 the same run wrote)."""
+    if key is None:
+        return False
+    if key in saves:
+        return True
+    if not key.startswith("pct:"):
+        return False
+    for s in saves:
+        if s and s.startswith("pct:") and _PCT_FIELD.search(s):
+            parts = _PCT_FIELD.split(s[4:])
+            if re.fullmatch(".+?".join(re.escape(p) for p in parts), key[4:]):
+                return True
+    return False
+
+
 def _locations(expr: cst.BaseExpression) -> set:
     """What a path expression is built from: its plain names and dotted attributes (``path``,
     ``args.save_dir``) and string values, not the functions it calls (``os.path.join``)."""
@@ -169,11 +192,20 @@ def _global_saves(fn: cst.FunctionDef, module: cst.Module) -> set:
     for n in nodes(fn.body):
         if isinstance(n, cst.AssignTarget):
             own |= {x.value for x in nodes(n.target) if isinstance(x, cst.Name)}
+    templates: dict = {}  # local name -> the path template it is bound to (`save_point = '%s_%d.pth' % ...`)
+    for n in nodes(fn.body):
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+            key = _same_file_key(n.value, module, {})
+            name = n.targets[0].target.value
+            templates[name] = key if key and key.startswith(("pct:", "fmt:", "fstr:")) and name not in templates else None
     out: set = set()
     for n in nodes(fn.body):
         if isinstance(n, cst.Call) and _is_torch_save(n):
             tgt = call_arg(n, 1, "f")
             if tgt is None:
+                continue
+            if isinstance(tgt.value, cst.Name) and templates.get(tgt.value.value):
+                out.add(templates[tgt.value.value])  # the script's own file name pattern, filled locally
                 continue
             names = {x.value for x in nodes(tgt.value) if isinstance(x, cst.Name)}
             if names and not names & own:
