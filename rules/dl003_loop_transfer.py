@@ -191,7 +191,8 @@ class LoopTransfer(Rule):
     (`torch.multinomial(p.cpu(), 1).to(d)`), comes back to the device in the same iteration,
     e.g. `seen += m.sum().item()` into a device tensor); a loop-invariant tensor or module,
     defined outside the loop and never reassigned in it, moved every iteration
-    (`class_weights.to(device)`, `model.to(device)`); a host tensor built from loop-invariant
+    (`class_weights.to(device)`, `model.to(device)`; not one the iteration also moves
+    elsewhere, `model.to(host)` ... `model.to(device)`, a deliberate shuttle); a host tensor built from loop-invariant
     data every iteration only to be moved (`torch.tensor([0.2, 0.8]).cuda()`,
     `torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()`); and host noise or labels drawn with NumPy
     through a tensor type alias (`Tensor = torch.cuda.FloatTensor if cuda else

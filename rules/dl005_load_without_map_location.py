@@ -27,7 +27,8 @@ class LoadWithoutMapLocation(Rule):
     saved devices exist), and other loaders (`torch.hub.load`,
     `load_state_dict_from_url`) are not flagged. Nor are files whose origin says they hold
     host tensors: a torch.hub model-zoo file (`resnet152-b121ed2d.pth`, spelled here or in
-    the project constant it comes from); a file an earlier call of a project saver was
+    the project constant it comes from); a file of a `%` template the script's own save
+    wrote earlier in the run (`'%s_net%d.pth' % (id, k)` saved, `'%s_net1.pth' % id` loaded); a file an earlier call of a project saver was
     handed the location of (`early_stopping(loss, model, path)` ... `torch.load(path +
     "/checkpoint.pth")`: written by the same run); and, where every checkpoint the
     program saves is moved to the host by the saving code, a file no save names (one the
