@@ -65,6 +65,15 @@ def cls(facts, name: str) -> cst.ClassDef:
     ("backend == 'gloo'", 0),
     ("sys.platform == 'linux'", 0),
     ("torch.accelerator.is_available()", 0),  # MPS too: not a CUDA guard
+    # a user's switch compared with a number or a bool says what the switch says
+    ("args.cuda > 0", 1),
+    ("args.cuda == 1", 1),
+    ("args.cuda is True", 1),
+    ("args.cuda == 0", -1),
+    ("args.cuda != 0", 1),
+    ("args.no_cuda == False", 1),
+    ("args.cuda < 1", 0),
+    ("args.epochs > 0", 0),  # not a switch
 ])
 def test_guard_polarity(test, want):
     f = facts_of("import torch\nuse_cuda = torch.cuda.is_available()\n")

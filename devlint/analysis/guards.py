@@ -242,6 +242,9 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                     return 1
                 if isinstance(o, (cst.NotEqual, cst.IsNot)):
                     return -1
+        pol = _switch_compared(facts, left, op, right)
+        if pol:
+            return pol
         if isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
             for b in (right, left):
                 d = dotted(b) if isinstance(b, cst.Attribute) else None
@@ -249,6 +252,32 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                 if last and _CONSTANT_FLAG.fullmatch(last) and _NAMEISH_FLAG.search(last):
                     # `state.distributed_type == DistributedType.MULTI_GPU`, `kind is Backend.CUDA`
                     return 1 if isinstance(op, (cst.Equal, cst.Is)) else -1
+    return 0
+
+
+def _switch_compared(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) -> int:
+    """``args.cuda > 0``, ``use_gpu == 1``, ``opt.cuda is True``, ``args.cuda != 0``: a user's
+    switch compared with a number or a bool says what the switch says (``== 0`` its negation)."""
+    if not isinstance(a, (cst.Name, cst.Attribute)):
+        return 0
+    d = dotted(a)
+    if d is None:
+        return 0
+    pol = _flag_polarity(facts, a, d)
+    if not pol:
+        return 0
+    n = _int(b)
+    if n is None and isinstance(b, cst.Name) and b.value in ("True", "False"):
+        n = 1 if b.value == "True" else 0
+    if n is None:
+        return 0
+    t = type(op)
+    if t in (cst.GreaterThan,) and n >= 0 or t is cst.GreaterThanEqual and n >= 1:
+        return pol
+    if t in (cst.Equal, cst.Is):
+        return pol if n else -pol
+    if t in (cst.NotEqual, cst.IsNot):
+        return -pol if n else pol
     return 0
 
 
