@@ -809,6 +809,24 @@ def _top_imports(source: bytes) -> list:
     return _spelled_imports(source)[1]
 
 
+# `fused = load("fused", sources=[..., "fused_bias_act_kernel.cu"])` unindented: the module compiles a
+# CUDA extension (nvcc, the CUDA toolkit) the moment it is imported
+_JIT_LOAD = re.compile(rb"^(?:[A-Za-z_][\w.]*[ \t]*=[ \t]*)?(?:torch\.utils\.)?(?:cpp_extension\.)?load(?:_inline)?\(", re.M)
+_CU_SOURCE = re.compile(rb"""\.cu['"]|cuda_sources[ \t]*=""")
+
+
+def _compiles_cuda_at_import(source: bytes) -> bool:
+    """The module builds a CUDA extension with ``torch.utils.cpp_extension.load`` at its top (not
+    under a condition, ``try`` or function): importing it needs a CUDA toolkit and GPU build, so
+    the program cannot start without CUDA. One built only from C++ sources has a CPU path."""
+    if b"cpp_extension" not in source or b".cu" not in source and b"cuda_sources" not in source:
+        return False
+    for m in _JIT_LOAD.finditer(source):
+        if _CU_SOURCE.search(_call_text(source, m.end())):
+            return True
+    return False
+
+
 @functools.lru_cache(maxsize=256)
 def _spelled_imports(source: bytes) -> tuple:
     """(every import the text spells, those at its top), read in one pass."""
@@ -1442,7 +1460,8 @@ class ProjectIndex:
         tops = _top_imports(text)
         if not tops:
             return False, []
-        return self._names_cuda_only(path, tops), [t for t, _n in self._imports(path, Summary(imports=tops))]
+        return (self._names_cuda_only(path, tops) or _compiles_cuda_at_import(text),
+                [t for t, _n in self._imports(path, Summary(imports=tops))])
 
     def _names_cuda_only(self, path: str, tops: list) -> bool:
         built = None

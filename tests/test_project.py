@@ -756,3 +756,29 @@ def test_a_model_zoo_file_named_in_a_config_module_is_host_data(tmp_path, monkey
     assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == []
     write(tmp_path, {"models/config.py": config.replace("resnet152-b121ed2d.pth", "resnet152-best.pth")})
     assert ("models/net.py", 7, "DL005") in lint(tmp_path, monkeypatch)
+
+
+FUSED = ("import os\nfrom torch.utils.cpp_extension import load\n\nmodule_path = os.path.dirname(__file__)\n"
+         "fused = load(\n    'fused',\n    sources=[\n        os.path.join(module_path, 'fused_bias_act.cpp'),\n"
+         "        os.path.join(module_path, 'fused_bias_act_kernel.cu'),\n    ],\n)\n\n"
+         "def fused_leaky_relu(x):\n    return fused.fused_bias_act(x)\n")
+GAN_SCRIPT = ("import torch\nfrom model import Generator\n\ndevice = 'cuda'\ng = Generator().to(device)\n"
+              "ckpt = torch.load('g.pt')\ng.load_state_dict(ckpt)\n")
+GAN_MODEL = ("import torch\nfrom torch import nn\nfrom op import fused_leaky_relu\n\n"
+             "class Generator(nn.Module):\n    def forward(self, x):\n        return fused_leaky_relu(x)\n")
+
+
+def test_a_project_module_compiling_a_cuda_extension_at_import_makes_its_program_cuda_only(tmp_path, monkeypatch):
+    """`op/fused_act.py` builds a `.cu` extension with `cpp_extension.load` when imported: every
+    script importing it (here through `model` and the `op` package) cannot start without CUDA.
+    Traps: the build under an availability check, or from C++ sources only, guards nothing."""
+    write(tmp_path, {"op/__init__.py": "from .fused_act import fused_leaky_relu\n", "op/fused_act.py": FUSED,
+                     "model.py": GAN_MODEL, "generate.py": GAN_SCRIPT})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "generate.py"] == []
+    guarded = FUSED.replace("fused = load(", "fused = None\nif __import__('torch').cuda.is_available():\n  fused = load(")
+    guarded = guarded.replace("\n    'fused',", "\n      'fused',")
+    write(tmp_path, {"op/fused_act.py": guarded})
+    found = lint(tmp_path, monkeypatch)
+    assert ("generate.py", 4, "DL002") in found and ("generate.py", 6, "DL005") in found
+    write(tmp_path, {"op/fused_act.py": FUSED.replace("        os.path.join(module_path, 'fused_bias_act_kernel.cu'),\n", "")})
+    assert ("generate.py", 4, "DL002") in lint(tmp_path, monkeypatch)
