@@ -109,3 +109,40 @@ def test_a_function_launching_a_triton_kernel_is_cuda_only():
 def test_importing_triton_alone_guards_nothing():
     src = TRITON.replace('    @triton.autotune(configs=[], key=["n"])\n    @triton.jit\n', "")
     assert (11, "DL002") in _codes(src, "kernels.py")  # two decorator lines fewer
+
+
+# ---- `model.train()` is no call of the script's `def train` ---------------------------------
+
+TRAIN = '''\
+    import sys
+    import torch
+
+
+    def main(model, data):
+        if not torch.cuda.is_available():
+            sys.exit("needs a GPU")
+        train(model, data)
+
+
+    def train(model, data):
+        model.train()
+        for x in data:
+            model(batch(x))
+
+
+    def batch(x):
+        return x.pin_memory()
+
+
+    if __name__ == "__main__":
+        main(torch.nn.Linear(2, 2), [torch.ones(2)])
+    '''
+
+
+def test_a_method_call_of_the_same_name_is_no_unguarded_caller():
+    assert _codes(TRAIN) == []
+
+
+def test_a_bare_unguarded_call_of_the_function_keeps_the_finding():
+    src = TRAIN.replace('    if __name__ == "__main__":\n', '    train(None, [])\n\n    if __name__ == "__main__":\n')
+    assert (18, "DL004") in _codes(src)

@@ -120,9 +120,15 @@ class CallGraph:
                 self.enclosing[node] = fn
                 name = _call_name(node)
                 f = self.funcs.get(name) if name is not None else None
+                if f is not None and f.cls is None and type(node.func) is cst.Attribute:
+                    f = None  # `model.train()` calls a method of the model, not the file's `def train`
                 if f is not None:
                     f.sites.append((node, fn))
                     callee_names.add(id(node.func if isinstance(node.func, cst.Name) else node.func.attr))
+            elif t is cst.Attribute:
+                f = self.funcs.get(node.attr.value)
+                if f is not None and f.cls is None:
+                    callee_names.add(id(node.attr))  # `x.train`: an attribute of x, no use of `def train`
             elif t is cst.Name and node.value in self.funcs and id(node) not in callee_names:
                 self.escapes.add(node.value)
             kids = children(node, trivia=False)
