@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 20
+SUMMARY_VERSION = 21
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,9 @@ class ProjectFacts:
     # (``EarlyStopping``, ``save_checkpoint``), as the file spells them: a call of one that is
     # handed the path a later load reads is a save of the same run
     savers: frozenset = frozenset()
+    # asked only of a script that names no device and defines classes: another project module
+    # imports it (its classes may be built and moved there)
+    imported: bool = False
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -114,7 +117,7 @@ class ProjectFacts:
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
-                or bool(self.checkpoint_paths))
+                or bool(self.checkpoint_paths) or self.imported)
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -123,7 +126,7 @@ class ProjectFacts:
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
-                     sorted(self.savers), sorted(self.checkpoint_paths)))
+                     sorted(self.savers), sorted(self.checkpoint_paths), self.imported))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -813,6 +816,10 @@ def _top_imports(source: bytes) -> list:
 # CUDA extension (nvcc, the CUDA toolkit) the moment it is imported
 _JIT_LOAD = re.compile(rb"^(?:[A-Za-z_][\w.]*[ \t]*=[ \t]*)?(?:torch\.utils\.)?(?:cpp_extension\.)?load(?:_inline)?\(", re.M)
 _CU_SOURCE = re.compile(rb"""\.cu['"]|cuda_sources[ \t]*=""")
+
+
+# what a file that deals with devices spells (devlint.analysis.usage reads the same words)
+_NAMES_DEVICE = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
 
 
 def _compiles_cuda_at_import(source: bytes) -> bool:
@@ -1905,11 +1912,15 @@ class ProjectIndex:
             placing = self._placing_imported(imported, source)
         # DL009: a plain tensor attribute that a project `_apply` elsewhere moves with the model
         applied = self._applied(path, source) if _TENSOR_ATTRIBUTE.search(source) else frozenset()
+        # DL009: a script naming no device runs its modules on the host, unless another module imports them
+        reused = (own.script and _CLASS_HEAD.search(b"\n" + source) is not None
+                  and _NAMES_DEVICE.search(source) is None and self._imported(path))
         if not (need_cuda or need_ckpt or need_tensor):
             return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached,
                                 stateless_modules=stateless, placing=placing, loader_params=loader_params,
-                                applied=applied) if (
-                module_bases or defaults_reached or stateless or placing or loader_params or applied) else NONE
+                                applied=applied, imported=reused) if (
+                module_bases or defaults_reached or stateless or placing or loader_params or applied
+                or reused) else NONE
         imported = self.imports(path, own) if imported is None else imported
         extensions = self._extensions_named(source, imported) if need_cuda else frozenset()
         tensor_functions = self._imported_functions(source, imported, (b"return",), "tensor_returns",
@@ -2008,7 +2019,18 @@ class ProjectIndex:
                             gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
                             cuda_imports=need_cuda and self._imports_cuda_only(path, source),
                             dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
-                            checkpoint_paths=frozenset(paths))
+                            checkpoint_paths=frozenset(paths), imported=reused)
+
+    def _imported(self, path: str) -> bool:
+        """Another project module imports ``path`` (read off the text first, then resolved)."""
+        stem = os.path.splitext(os.path.basename(path))[0].encode()
+        for other in self._neighbours(path):
+            if other == path:
+                continue
+            text = self._text(other)
+            if text is not None and stem in text[1] and path in self.closure(other):
+                return True
+        return False
 
     def _applied(self, path: str, source: bytes) -> frozenset:
         """``"Detect.stride"`` for each class of this file whose attribute an ``_apply`` override

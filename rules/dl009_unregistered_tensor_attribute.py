@@ -4,6 +4,8 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.checkpoints import is_library_module, is_test_file
+from devlint.analysis.usage import may_touch_device
 from devlint.facts import TENSOR_FUNCS, TENSOR_METHODS, dotted, string_value
 from devlint.rule import Invalid, Rule, unsafe
 
@@ -273,6 +275,13 @@ class UnregisteredTensorAttribute(Rule):
         self.used_after_init: dict = {}  # cls -> attrs some method besides __init__ mentions
 
     # ---- helpers -------------------------------------------------------------------------
+    def _host_script(self) -> bool:
+        """A script (it runs work at its top or under `__main__`, and no project module imports
+        it, `devlint.project`) that never names a device, `.cuda`, `.to(` or a launcher: nothing
+        moves its modules, so no attribute is left behind by a move."""
+        return (not may_touch_device(self.facts.source) and not is_library_module(self.ctx.module)
+                and not is_test_file(self.ctx.filename) and not self.facts.project.imported)
+
     def _self_name(self) -> Optional[str]:
         m = self.t.method
         if m is None or not m.params.params:
@@ -410,6 +419,8 @@ class UnregisteredTensorAttribute(Rule):
 
     # ---- decisions -----------------------------------------------------------------------
     def finish(self) -> None:
+        if self.candidates and self._host_script():
+            return  # a script that never names a device runs its modules where they are built: the host
         by_name = {c.name.value: c for c in self.facts.class_nodes}
         for cls, method, attr, node, stmt in self.candidates:
             if cls in self.overrides or attr in self.registered.get(cls, ()):

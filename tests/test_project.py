@@ -782,3 +782,24 @@ def test_a_project_module_compiling_a_cuda_extension_at_import_makes_its_program
     assert ("generate.py", 4, "DL002") in found and ("generate.py", 6, "DL005") in found
     write(tmp_path, {"op/fused_act.py": FUSED.replace("        os.path.join(module_path, 'fused_bias_act_kernel.cu'),\n", "")})
     assert ("generate.py", 4, "DL002") in lint(tmp_path, monkeypatch)
+
+
+SAC = ("import numpy as np\nimport torch\nfrom torch import nn\n\nclass Policy(nn.Module):\n"
+       "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(3, 1)\n"
+       "        self.log_alpha = torch.tensor(np.log(0.01))\n\n    def forward(self, x):\n"
+       "        return self.fc(x) * self.log_alpha.exp()\n\n"
+       "if __name__ == '__main__':\n    print(Policy()(torch.ones(1, 3)))\n")
+
+
+def test_a_script_that_names_no_device_leaves_no_attribute_behind(tmp_path, monkeypatch):
+    """DL009: a script that never names a device runs its modules on the host, so a plain tensor
+    attribute is never left behind by a move. Trap: once another script imports its class and
+    moves it to the GPU, the finding is back."""
+    write(tmp_path, {"sac.py": SAC})
+    assert lint(tmp_path, monkeypatch) == []
+    assert lint(tmp_path, monkeypatch, cache=True) == []
+    write(tmp_path, {"train_gpu.py": "import torch\nfrom sac import Policy\n\n"
+                                     "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                                     "net = Policy().to(device)\nprint(net(torch.ones(1, 3, device=device)))\n"})
+    assert ("sac.py", 9, "DL009") in lint(tmp_path, monkeypatch)
+    assert ("sac.py", 9, "DL009") in lint(tmp_path, monkeypatch, "sac.py", cache=True)  # the cache follows the new importer
