@@ -74,6 +74,8 @@ def cls(facts, name: str) -> cst.ClassDef:
     ("args.no_cuda == False", 1),
     ("args.cuda < 1", 0),
     ("args.epochs > 0", 0),  # not a switch
+    ("args.visible_gpus != '-1'", 1),  # a GPU option compared as typed
+    ("args.visible_gpus == '-1'", -1),
 ])
 def test_guard_polarity(test, want):
     f = facts_of("import torch\nuse_cuda = torch.cuda.is_available()\n")

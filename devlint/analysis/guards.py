@@ -309,9 +309,12 @@ def _gpu_option_polarity(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNo
     if n is None and isinstance(b, cst.UnaryOperation) and isinstance(b.operator, cst.Minus):
         m = _int(b.expression)
         n = -m if m is not None else None
+    typed = n is None and not count and re.fullmatch(r"-?\d+", string_value(b) or "") is not None
+    if typed:
+        n = int(string_value(b))  # `args.visible_gpus != '-1'`: the option as typed, -1 its "no GPU"
     if n is None:
         return 0
-    if count or _GPU_COUNT.search(last) or _GPU_LIST.search(last):
+    if not typed and (count or _GPU_COUNT.search(last) or _GPU_LIST.search(last)):
         return _count_polarity(op, b) if n >= 0 else 0
     # an id: -1 (or any negative) is the usual "no GPU" value
     if t is cst.GreaterThanEqual:
