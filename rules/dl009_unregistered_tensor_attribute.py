@@ -48,7 +48,9 @@ class UnregisteredTensorAttribute(Rule):
     that imports the class), and a tensor built on (or moved to) a device the constructor
     is given (`.to(device)`, `device=self.device` set from a parameter, with or without a
     default; the `.device` of a module or tensor it is given; a stack of such tensors): it
-    lives where the caller says the model runs.
+    lives where the caller says the model runs. Nor is a class of a script that never names
+    a device (no `.cuda`, `.to(`, `device`) and that no other project module imports: nothing
+    moves its modules off the host.
 
     ## Example
     ```python
@@ -81,6 +83,12 @@ class UnregisteredTensorAttribute(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a script that never names a device: its modules stay where they are built
+        "import numpy as np\nimport torch\nfrom torch import nn\nclass Policy(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(3, 1)\n"
+        "        self.log_alpha = torch.tensor(np.log(0.01))\n    def forward(self, x):\n"
+        "        return self.fc(x) * self.log_alpha.exp()\nif __name__ == '__main__':\n"
+        "    print(Policy()(torch.ones(1, 3)))\n",
         # a Parameter is registered
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(3))\n",
