@@ -191,8 +191,10 @@ class LoopTransfer(Rule):
     (`torch.multinomial(p.cpu(), 1).to(d)`), comes back to the device in the same iteration,
     e.g. `seen += m.sum().item()` into a device tensor); a loop-invariant tensor or module,
     defined outside the loop and never reassigned in it, moved every iteration
-    (`class_weights.to(device)`, `model.to(device)`; not one the iteration also moves
-    elsewhere, `model.to(host)` ... `model.to(device)`, a deliberate shuttle); a host tensor built from loop-invariant
+    (`class_weights.to(device)`, `model.to(device)`; a module the iteration also moves
+    elsewhere, `model.to(host)` ... `model.to(device)`, is reported once, at the move back,
+    as a round trip of the whole module, with no hoisting fix; one rebound in the loop,
+    `t5 = t5.cpu()`, is offloading to free memory and is not reported); a host tensor built from loop-invariant
     data every iteration only to be moved (`torch.tensor([0.2, 0.8]).cuda()`,
     `torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()`); and host noise or labels drawn with NumPy
     through a tensor type alias (`Tensor = torch.cuda.FloatTensor if cuda else
@@ -272,10 +274,6 @@ class LoopTransfer(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
-        # a module moved out and back in every iteration (trained on the GPU, collected on the host)
-        "import torch\nfrom torch import nn\ndef run(model, swa, opt, x, device, host, n):\n    model = model.to(device)\n"
-        "    for _ in range(n):\n        model(x).sum().backward()\n        opt.step()\n        model.to(host)\n"
-        "        swa.load_state_dict(model.state_dict())\n        model.to(device)\n",
         # the labels are changed on the device before they are read back: no host copy holds that
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
         "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
@@ -349,6 +347,12 @@ class LoopTransfer(Rule):
         "            ae.decoder.to(x.device)\n        print(ae.decode(x))\n",
     ]
     INVALID = [
+        # a module moved away and back every iteration: the move back is a round trip, not an invariant
+        # move (no hoisting fix: the module leaves the device again in the next iteration)
+        Invalid("import torch\nfrom torch import nn\ndef run(swa, opt, x, device, host, n):\n"
+                "    model = nn.Linear(4, 2).to(device)\n"
+                "    for _ in range(n):\n        model(x).sum().backward()\n        opt.step()\n        model.to(host)\n"
+                "        swa.load_state_dict(model.state_dict())\n        model.to(device)\n"),
         # ... a cast to another dtype moves nothing back: the move to the device is still invariant
         Invalid("import torch\nfrom torch import nn\ndef run(n, x, device):\n    model = nn.Linear(4, 2)\n"
                 "    for _ in range(n):\n        model.to(device)\n        model.to(torch.float32)\n"
@@ -556,11 +560,15 @@ class LoopTransfer(Rule):
                 if not _DTYPE_WORD.search(where):  # `w.to(torch.float16)` changes no placement
                     targets.setdefault(n.func.value.value, set()).add(n.func.attr.value + ":" + where)
         shuttled = {name for name, ts in targets.items() if len(ts) > 1}
+        back: dict = {}  # shuttled module -> its last move to the device in the body
         for n in nodes(loop.body):
-            if n in self._reported or n in skip or not is_move(self.facts, n):
+            if n in skip or not is_move(self.facts, n):
                 continue
             recv = n.func.value
             if isinstance(recv, cst.Name) and recv.value in shuttled:
+                back[recv.value] = n  # (an inner loop may have reported it already)
+                continue
+            if n in self._reported:
                 continue
             dev = device_target(self.facts, n)
             if names_in(dev) & bound or (n.args and any(names_in(a.value) & bound for a in n.args)):
@@ -583,6 +591,16 @@ class LoopTransfer(Rule):
             groups.setdefault(self.ctx.module.code_for_node(n), []).append((n, recv, kind, built))
         for items in groups.values():
             self._report_invariant(loop, items, bound_list)
+        for name, n in back.items():
+            # (a module rebound in the loop, `t5 = t5.cpu()` to free GPU memory, is offloading by design)
+            if name not in bound and name not in mutated and n not in self._reported \
+                    and self.facts.kind_of(cst.Name(name), scope, cls) == MODULE:
+                # moved away and back every iteration: the move back is the avoidable copy (no
+                # hoisting fix: the module leaves the device again in the next iteration)
+                self._reported.add(n)
+                self.report(n, f"`{self.ctx.module.code_for_node(n)}` moves `{name}` back to the device every "
+                               "iteration after the loop moved it elsewhere: a round trip of the whole module "
+                               "(copy what the other side needs, such as its state_dict, instead)")
 
     def _report_invariant(self, loop, items, bound_list) -> None:
         node, recv, kind, built = items[0]
