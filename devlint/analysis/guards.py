@@ -260,16 +260,14 @@ def _switch_compared(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) 
     switch compared with a number or a bool says what the switch says (``== 0`` its negation)."""
     if not isinstance(a, (cst.Name, cst.Attribute)):
         return 0
-    d = dotted(a)
-    if d is None:
-        return 0
-    pol = _flag_polarity(facts, a, d)
-    if not pol:
-        return 0
     n = _int(b)
     if n is None and isinstance(b, cst.Name) and b.value in ("True", "False"):
         n = 1 if b.value == "True" else 0
     if n is None:
+        return 0
+    d = dotted(a)
+    pol = _flag_polarity(facts, a, d) if d is not None else 0
+    if not pol:
         return 0
     t = type(op)
     if t in (cst.GreaterThan,) and n >= 0 or t is cst.GreaterThanEqual and n >= 1:
