@@ -33,8 +33,8 @@ class LoadWithoutMapLocation(Rule):
     "/checkpoint.pth")`: written by the same run); and, where every checkpoint the
     program saves is moved to the host by the saving code, a file no save names (one the
     command line named). A load whose values the code turns into arrays (`v.numpy()` on
-    each, or `sd[k].numpy()`) holds host tensors too: `.numpy()` raises on a CUDA tensor on
-    any machine.
+    each, `sd[k].numpy()`, or the load itself: `torch.load(p).numpy()`) holds host tensors
+    too: `.numpy()` raises on a CUDA tensor on any machine.
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from.
@@ -61,7 +61,7 @@ class LoadWithoutMapLocation(Rule):
     the file's guarded device variable (inserted after the imports when missing; in a
     library module, which has no `__main__` block and runs nothing at import, `"cpu"`
     instead of a new import-time global). A load whose value is used on the host
-    (`torch.load(p).numpy()`, `load_state_dict(..., assign=True)`) gets `"cpu"`.
+    (`torch.load(p).tolist()`, `load_state_dict(..., assign=True)`) gets `"cpu"`.
     Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`;
     a literal path written from a model never moved to a device) and loads in a
     dataset class (a cache of host data) are not flagged: there is nothing to map
@@ -86,6 +86,7 @@ class LoadWithoutMapLocation(Rule):
         # every loaded value turned into an array: `.numpy()` works only on host tensors
         "import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
         "        out[k] = v.numpy()\n    return out\n",
+        "import torch\narr = torch.load('feats.pt').numpy()\n",
         # a torch.hub model-zoo file (the hash suffix of its name): published from host tensors
         "import torch\nimport torchvision\nnet = torchvision.models.resnet50()\n"
         "net.load_state_dict(torch.load('weights/resnet50-19c8e357.pth'))\n",
@@ -223,8 +224,8 @@ class LoadWithoutMapLocation(Rule):
         ),
         # the value is used on the host: the only safe target is "cpu"
         Invalid(
-            "import torch\narr = torch.load('feats.pt').numpy()\n",
-            "import torch\narr = torch.load('feats.pt', map_location='cpu').numpy()\n",  # the file's quotes
+            "import torch\nrows = torch.load('feats.pt').tolist()\n",
+            "import torch\nrows = torch.load('feats.pt', map_location='cpu').tolist()\n",  # the file's quotes
             unsafe=True,
         ),
         Invalid(
@@ -286,6 +287,7 @@ class LoadWithoutMapLocation(Rule):
         self._saved: set = set()  # (function, dotted file) written by torch.save / jit.save / m.save
         self._saves: HostSaves | None = None
         self._host_used: set = set()  # loads whose value is used on the host (.numpy(), assign=True)
+        self._read_as_numpy: set = set()  # `torch.load(p).numpy()`: works only if the file holds host tensors
 
     @property
     def _host_saves(self) -> HostSaves:
@@ -319,6 +321,8 @@ class LoadWithoutMapLocation(Rule):
         load = host_used_load(node)
         if load is not None:
             self._host_used.add(load)
+            if node.attr.value == "numpy":
+                self._read_as_numpy.add(load)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -358,7 +362,7 @@ class LoadWithoutMapLocation(Rule):
             return  # XLA tensors are pickled from host copies (`xm.save`): nothing to map
         if package_data_path(node.args[0].value, self.ctx.module):
             return  # a file shipped in the package: every user (CPU-only CI too) loads it, it holds host tensors
-        if values_read_as_numpy(node, self.t.function or self.ctx.module):
+        if node in self._read_as_numpy or values_read_as_numpy(node, self.t.function or self.ctx.module):
             return  # `.numpy()` on every loaded value: the file holds host tensors (a CUDA one would raise anyway)
         if only_into_scaler(node, self.t.function, self._host_saves.scaler_receivers):
             return  # a GradScaler's state holds Python numbers only
