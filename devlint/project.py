@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 21
+SUMMARY_VERSION = 22
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,11 @@ _TOP_CUDA_ONLY_IMPORT = re.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA
 
 # `CUDAExtension("pkg.name", ...)` / `CUDAExtension(name="name", ...)` in a setup.py
 _CUDA_EXTENSION = re.compile(rb"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+# `ffi = create_extension('_ext.nms', ..., with_cuda=with_cuda)` (torch.utils.ffi, PyTorch <= 0.4):
+# CUDA-only when the build has no C source without CUDA (`sources = []`) or raises without CUDA
+_FFI_EXTENSION = re.compile(rb"""create_extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_FFI_NO_CPU_SOURCE = re.compile(rb"^sources[ \t]*=[ \t]*\[[ \t]*\][ \t]*$", re.M)
+_FFI_RAISES_WITHOUT_CUDA = re.compile(rb"^else[ \t]*:[ \t]*\n[ \t]+raise\b", re.M)
 _IMPORT_AS = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
 _FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
 # `_backend = load(name="_raymarching", sources=[...".cu"])` at a module's top
@@ -834,13 +839,60 @@ def _compiles_cuda_at_import(source: bytes) -> bool:
     return False
 
 
+_SYS_PATH_ADD = re.compile(rb"\bsys\.path\.(?:append|insert)\(")
+_STRING_LIT = re.compile(rb"""(['"])([^'"\n]*)\1""")
+_TRY_LINE = re.compile(rb"^try[ \t]*:[ \t]*(?:#[^\n]*)?$", re.M)
+_BLOCK_LINE = re.compile(rb"^(\S[^\n]*)$", re.M)  # an unindented line: where a top-level block ends
+_RAISES = re.compile(rb"^[ \t]+raise\b", re.M)
+
+
+def _mandatory_try_bodies(source: bytes) -> list:
+    """``(start, end, indent)`` of each top-level ``try:`` body whose every ``except`` clause
+    raises (``except ImportError: raise ImportError("build the extension first")``): what that
+    body imports, the module always needs, as it needs an unindented import. A handler that
+    falls back (``except ImportError: fast = None``) makes the import optional."""
+    out = []
+    for t in _TRY_LINE.finditer(source):
+        body_start = t.end() + 1
+        handlers: list = []
+        body_end = None
+        for b in _BLOCK_LINE.finditer(source, body_start):
+            line = b.group(1)
+            if line.startswith(b"#"):
+                continue
+            if line.startswith(b"except"):
+                if body_end is None:
+                    body_end = b.start()
+                handlers.append(b.end())
+                continue
+            if handlers:
+                handlers[-1] = (handlers[-1], b.start())
+            break
+        else:
+            if handlers:
+                handlers[-1] = (handlers[-1], len(source))
+        if body_end is None or not handlers or not all(isinstance(h, tuple) for h in handlers):
+            continue
+        if any(_RAISES.search(source, a, z) is None for a, z in handlers):
+            continue
+        first = re.match(rb"[ \t]+", source[body_start:body_end])
+        if first:
+            out.append((body_start, body_end, first.group(0)))
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def _spelled_imports(source: bytes) -> tuple:
     """(every import the text spells, those at its top), read in one pass."""
     out: list = []
     top: list = []
+    tries = _mandatory_try_bodies(source) if b"\ntry" in source or source.startswith(b"try") else []
     for m in _IMPORT_LINE.finditer(b"\n" + source):
         at_top = source[m.start():m.start() + 1] not in (b" ", b"\t")  # (m.start() is the newline's)
+        if not at_top and tries:  # an import in a top-level `try:` that must succeed
+            at_top = any(a <= m.start() < z and source.startswith(ind, m.start())
+                         and source[m.start() + len(ind):m.start() + len(ind) + 1] not in (b" ", b"\t")
+                         for a, z, ind in tries)
         dots, module, names, plain = (g.decode("utf-8", "replace") if g is not None else None for g in m.groups())
         if plain is not None:
             for part in plain.replace("\\", " ").split(","):
@@ -1303,6 +1355,7 @@ class ProjectIndex:
         # imports are read off the text (a summary's are too): following them parses nothing
         listed = summary.imports if summary is not None else self._text_imports(path)
         here = os.path.dirname(path)
+        appended = None  # the directories the file itself puts on sys.path, read when needed
         for module, level, names in listed:
             if level:
                 base = here
@@ -1311,6 +1364,9 @@ class ProjectIndex:
                 bases = [base]
             else:
                 bases = ([here, self.root] if here != self.root else [self.root]) + self._source_roots()
+                if appended is None:
+                    appended = self._appended_dirs(path)
+                bases = bases + appended
             for base in bases:
                 target = self._module_file(base, module)
                 if target is None:
@@ -1335,6 +1391,30 @@ class ProjectIndex:
                if os.path.abspath(t) != path and os.path.commonpath([os.path.abspath(t), self.root]) == self.root]
         if summary is None:
             self._resolved[path] = out
+        return out
+
+    def _appended_dirs(self, path: str) -> list:
+        """Project directories the file puts on ``sys.path`` itself
+        (``sys.path.append(os.path.join(ROOT_DIR, 'pointnet2'))``, ``sys.path.insert(0, '../utils')``):
+        its absolute imports resolve there too. The directory is the call's last string literal,
+        taken beside the file, beside its directory, or under the root, where one exists."""
+        text = self._text(path)
+        if text is None or b"sys.path" not in text[1]:
+            return []
+        here = os.path.dirname(path)
+        out: list = []
+        for m in _SYS_PATH_ADD.finditer(text[1]):
+            lits = _STRING_LIT.findall(_call_text(text[1], m.end(), 300))
+            if not lits:
+                continue
+            rel = lits[-1][1].decode("utf-8", "replace").strip("/\\")
+            if not rel or os.path.isabs(rel):
+                continue
+            for base in (here, os.path.dirname(here), self.root):
+                d = os.path.normpath(os.path.join(base, rel))
+                if d not in out and os.path.commonpath([d, self.root]) == self.root and os.path.isdir(d):
+                    out.append(d)
+                    break
         return out
 
     def _source_roots(self) -> list:
@@ -1399,14 +1479,21 @@ class ProjectIndex:
         def compute():
             out = set()
             for f in self._project_files():
-                if os.path.basename(f) != "setup.py":
-                    continue
-                text = self._text(f)
-                if text is None or b"CUDAExtension" not in text[1]:
-                    continue
-                for m in _CUDA_EXTENSION.finditer(text[1]):
-                    name = m.group(1).decode()
-                    out |= {name, name.rsplit(".", 1)[-1]}
+                base = os.path.basename(f)
+                if base == "setup.py":
+                    text = self._text(f)
+                    if text is None or b"CUDAExtension" not in text[1]:
+                        continue
+                    for m in _CUDA_EXTENSION.finditer(text[1]):
+                        name = m.group(1).decode()
+                        out |= {name, name.rsplit(".", 1)[-1]}
+                elif base.startswith("build") and base.endswith(".py"):
+                    text = self._text(f)
+                    if text is None or b"create_extension(" not in text[1]:
+                        continue
+                    if _FFI_NO_CPU_SOURCE.search(text[1]) or _FFI_RAISES_WITHOUT_CUDA.search(text[1]):
+                        # the full name only (`_ext.nms`): its last part is often a Python module's too
+                        out |= {m.group(1).decode() for m in _FFI_EXTENSION.finditer(text[1])}
             return frozenset(out)
         self._exts = self._recorded(key, compute)
         self._checked[key] = _RUN[0]
@@ -1473,7 +1560,13 @@ class ProjectIndex:
     def _names_cuda_only(self, path: str, tops: list) -> bool:
         built = None
         for module, level, names in tops:
-            if level:
+            if level:  # `from ._ext import nms`: a built extension's full name, no project module
+                if names and module:
+                    if built is None:
+                        built = self._built_extensions()
+                    if any(f"{module}.{n}" in built for n, _a in names) and not self._imports(
+                            path, Summary(imports=[[module, level, names]])):
+                        return True
                 continue
             spelled = [module] if not names else [module] + [f"{module}.{n}" for n, _a in names]
             for dotted_name in spelled:

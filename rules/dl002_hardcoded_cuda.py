@@ -93,6 +93,10 @@ class HardcodedCuda(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # an argparse default the code chooses past where CUDA is absent (fish-speech's `run_webui.py`)
+        "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
+        "args = p.parse_args()\nif not torch.cuda.is_available():\n    args.device = 'cpu'\n"
+        "print(torch.ones(2).to(args.device))\n",
         # a None default filled with CUDA in a conditional expression, that every call replaces
         "import torch\nclass MetricOptions:\n    def __init__(self, G=None, device=None):\n"
         "        self.device = device if device is not None else torch.device('cuda', 0)\n"
@@ -342,6 +346,15 @@ class HardcodedCuda(Rule):
             "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n",
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
+        ),
+        # the option's default is rechosen where CUDA is absent: a run keeping it works anywhere
+        # (a VALID example); `args.device = "cuda"` chooses nothing new, and is itself a finding
+        Invalid(
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
+            "args = p.parse_args()\nargs.device = 'cuda'\n",
+            "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "args = p.parse_args()\nargs.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
         ),
         # a project module's name rebound to the model it builds: `model.cuda()` moves the model
         Invalid("import torch\nimport model\nmodel = model.NCF(10, 8)\nmodel.cuda()\nprint(model)\n",
@@ -844,7 +857,28 @@ class HardcodedCuda(Rule):
         a = call_arg(node, None, "default")
         if a is not None and is_cuda_string(a.value) and any("device" in n or "cuda" in n for n in names):
             self._handled.add(a.value)
+            if self._rechosen(node, names):
+                return
             self._guard_in_place(a.value, f"{kind} default hard-codes the CUDA device (portability advice: a run that keeps the default fails without CUDA)")
+
+    def _rechosen(self, node: cst.Call, names: list) -> bool:
+        """``args.device = "cpu"`` where the file reads the options (``elif not
+        torch.cuda.is_available(): args.device = "cpu"``): the code chooses past the default, so
+        a run that keeps it does not fail without CUDA."""
+        d = call_arg(node, None, "dest")
+        dest = string_value(d.value) if d is not None else None
+        if dest is None:
+            longs = [n for n in names if n.startswith("--")] or names
+            dest = longs[0].lstrip("-").replace("-", "_") if longs else None
+        if not dest:
+            return False
+        for n in nodes(self.ctx.module, into_scopes=True):
+            if type(n) is cst.Assign and not is_cuda_string(n.value) and any(
+                    type(t.target) is cst.Attribute and t.target.attr.value == dest
+                    and not (type(t.target.value) is cst.Name and t.target.value.value == "self")
+                    for t in n.targets):
+                return True
+        return False
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         """``device: str = "cuda"``: a configuration class's field (a dataclass, pyrallis or

@@ -87,6 +87,10 @@ class LoadWithoutMapLocation(Rule):
         "import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
         "        out[k] = v.numpy()\n    return out\n",
         "import torch\narr = torch.load('feats.pt').numpy()\n",
+        # the script's training function saved that file through a handle: the run reloads its own best model
+        "import os\nimport torch\ndef train():\n    model = torch.nn.Linear(2, 2).cuda()\n"
+        "    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n        torch.save(model, f)\n"
+        "train()\nwith open(os.path.join(args.work_dir, 'model.pt'), 'rb') as f:\n    model = torch.load(f)\n",
         # a torch.hub model-zoo file (the hash suffix of its name): published from host tensors
         "import torch\nimport torchvision\nnet = torchvision.models.resnet50()\n"
         "net.load_state_dict(torch.load('weights/resnet50-19c8e357.pth'))\n",
@@ -221,6 +225,19 @@ class LoadWithoutMapLocation(Rule):
             "net = nn.Linear(2, 2).cuda()\ntorch.save(net, 'net.pkl')\n"
             "def load():\n    return torch.load('net.pkl', map_location=device)\n",
             unsafe=True,
+        ),
+        # a local path or a URL: the local file may be the user's own GPU-trained snapshot (and
+        # what `load_url` fetches may hold CUDA tensors too)
+        Invalid(
+            "import torch\nfrom torch.utils import model_zoo\ndef restore(path):\n"
+            "    if path[:4] == 'http':\n        w = model_zoo.load_url(path)\n"
+            "    else:\n        w = torch.load(path)\n    return w\n",
+        ),
+        # ... but a file of another directory (the run to restart from) was not written by this run
+        Invalid(
+            "import os\nimport torch\ndef train():\n    model = torch.nn.Linear(2, 2).cuda()\n"
+            "    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n        torch.save(model, f)\n"
+            "with open(os.path.join(args.restart_dir, 'model.pt'), 'rb') as f:\n    model = torch.load(f)\ntrain()\n",
         ),
         # the value is used on the host: the only safe target is "cpu"
         Invalid(

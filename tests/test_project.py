@@ -803,3 +803,77 @@ def test_a_script_that_names_no_device_leaves_no_attribute_behind(tmp_path, monk
                                      "net = Policy().to(device)\nprint(net(torch.ones(1, 3, device=device)))\n"})
     assert ("sac.py", 9, "DL009") in lint(tmp_path, monkeypatch)
     assert ("sac.py", 9, "DL009") in lint(tmp_path, monkeypatch, "sac.py", cache=True)  # the cache follows the new importer
+
+
+# ---- eighth round: a mandatory extension import in `try:`, directories put on sys.path ------------
+
+PN_SETUP = ("from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+            "setup(name='pointnet2', ext_modules=[CUDAExtension(name='pointnet2._ext', sources=['a.cu'])],\n"
+            "      cmdclass={'build_ext': BuildExtension})\n")
+PN_UTILS = ("import torch\ntry:\n    import builtins\nexcept:\n    import __builtin__ as builtins\n\n"
+            "try:\n    import pointnet2._ext as _ext\nexcept ImportError:\n"
+            "    if not getattr(builtins, '__POINTNET2_SETUP__', False):\n"
+            "        raise ImportError('Could not import _ext module: build it first')\n\n"
+            "def fps(xyz, n):\n    return _ext.furthest_point_sampling(xyz, n)\n")
+PN_BACKBONE = ("import os\nimport sys\nimport numpy as np\nimport torch\nfrom torch import nn\n"
+               "BASE_DIR = os.path.dirname(os.path.abspath(__file__))\nROOT_DIR = os.path.dirname(BASE_DIR)\n"
+               "sys.path.append(os.path.join(ROOT_DIR, 'pointnet2'))\nfrom pointnet2_utils import fps\n\n"
+               "class Backbone(nn.Module):\n    def forward(self, x):\n        return fps(x, 8)\n\n"
+               "if __name__ == '__main__':\n    net = Backbone().cuda()\n    x = torch.from_numpy(np.random.rand(2, 16, 3)).float()\n"
+               "    print(net(x.cuda()))\n")
+
+
+PN_CHECK = "import torch\nimport pointnet2_utils\n\nnet = torch.nn.Linear(2, 2).cuda()\nprint(net)\n"
+
+
+def test_an_extension_import_that_must_succeed_in_try_makes_its_importers_cuda_only(tmp_path, monkeypatch):
+    """votenet's shape: `pointnet2_utils.py` imports the CUDA extension the project builds inside
+    `try:`, and its handler raises, so a script importing that module cannot start without the
+    extension, whatever it calls. Trap: a handler that falls back (`_ext = None`) makes the
+    import optional, and the script's `.cuda()` is a finding again."""
+    write(tmp_path, {"pointnet2/setup.py": PN_SETUP, "pointnet2/pointnet2_utils.py": PN_UTILS,
+                     "pointnet2/check.py": PN_CHECK})
+    assert lint(tmp_path, monkeypatch) == []
+    write(tmp_path, {"pointnet2/pointnet2_utils.py": PN_UTILS.replace(
+        "    if not getattr(builtins, '__POINTNET2_SETUP__', False):\n"
+        "        raise ImportError('Could not import _ext module: build it first')\n", "    _ext = None\n")})
+    assert lint(tmp_path, monkeypatch) == [("pointnet2/check.py", 4, "DL002")]
+
+
+def test_imports_resolve_in_a_directory_the_file_puts_on_sys_path(tmp_path, monkeypatch):
+    """`models/backbone.py` appends `ROOT_DIR/pointnet2` to `sys.path` and imports
+    `pointnet2_utils` from there: its forward calls the CUDA extension, so its self-test is
+    CUDA-only. Trap: without the `sys.path` line the import resolves nowhere (as Python's would
+    not) and the `.cuda()` of the self-test is a finding."""
+    (tmp_path / ".git").mkdir()  # a checkout: one project from its root
+    write(tmp_path, {"pointnet2/setup.py": PN_SETUP, "pointnet2/pointnet2_utils.py": PN_UTILS,
+                     "models/backbone.py": PN_BACKBONE})
+    assert lint(tmp_path, monkeypatch) == []
+    write(tmp_path, {"models/backbone.py": PN_BACKBONE.replace("sys.path.append(os.path.join(ROOT_DIR, 'pointnet2'))\n", "")})
+    assert ("models/backbone.py", 17, "DL002") in lint(tmp_path, monkeypatch)
+
+
+FFI_BUILD = ("import torch\nfrom torch.utils.ffi import create_extension\n\nsources = ['src/dcn.c']\nwith_cuda = False\n"
+             "if torch.cuda.is_available():\n    sources += ['src/dcn_cuda.c']\n    with_cuda = True\n"
+             "else:\n    raise ValueError('CUDA is not available')\n\n"
+             "ffi = create_extension('_ext.dcn', headers=[], sources=sources, relative_to=__file__,\n"
+             "                       with_cuda=with_cuda)\n\nif __name__ == '__main__':\n    ffi.build()\n")
+FFI_FUNC = ("import torch\nfrom torch.autograd import Function\nfrom ._ext import dcn as _backend\n\n"
+            "class DCNFunction(Function):\n    def forward(self, x):\n        return _backend.dcn_forward(x)\n")
+FFI_TEST = ("import torch\nfrom dcn.func import DCNFunction\n\nx = torch.nn.Conv2d(2, 2, 3).cuda()\nprint(x)\n")
+
+
+def test_a_torch_ffi_extension_built_only_with_cuda_makes_its_importers_cuda_only(tmp_path, monkeypatch):
+    """A `torch.utils.ffi` build (PyTorch <= 0.4) whose script raises without CUDA, or has no C
+    source without it (`sources = []`), makes a CUDA-only `_ext.dcn`; a module importing it
+    (`from ._ext import dcn`) cannot load without CUDA, nor can a script importing that module.
+    Trap: a build with a C source and no raise has a CPU path: the finding stays."""
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, {"dcn/__init__.py": "", "dcn/build.py": FFI_BUILD, "dcn/func.py": FFI_FUNC, "check.py": FFI_TEST})
+    assert lint(tmp_path, monkeypatch) == []
+    no_cpu = FFI_BUILD.replace("sources = ['src/dcn.c']", "sources = []").replace(
+        "else:\n    raise ValueError('CUDA is not available')\n", "")
+    write(tmp_path, {"dcn/build.py": no_cpu})
+    assert lint(tmp_path, monkeypatch) == []
+    write(tmp_path, {"dcn/build.py": FFI_BUILD.replace("else:\n    raise ValueError('CUDA is not available')\n", "")})
+    assert lint(tmp_path, monkeypatch) == [("check.py", 4, "DL002")]

@@ -146,3 +146,52 @@ def test_a_method_call_of_the_same_name_is_no_unguarded_caller():
 def test_a_bare_unguarded_call_of_the_function_keeps_the_finding():
     src = TRAIN.replace('    if __name__ == "__main__":\n', '    train(None, [])\n\n    if __name__ == "__main__":\n')
     assert (18, "DL004") in _codes(src)
+
+
+# ---- eighth round: the first id of a GPU list option ---------------------------------------------
+
+FIRST_GPU = '''\
+    import torch
+
+    def setup(opt):
+        if opt.gpus[0] >= 0:
+            opt.device = torch.device('cuda')
+        else:
+            opt.device = torch.device('cpu')
+        return opt
+    '''
+
+
+def test_the_first_id_of_a_gpu_list_option_compared_with_zero_is_the_users_switch():
+    # `--gpus -1` is the CPU (CenterNet's and FairMOT's `opts.py`): `opt.gpus[0] >= 0` chose a GPU
+    assert _codes(FIRST_GPU) == []
+
+
+def test_the_first_item_of_another_option_guards_nothing():
+    assert _codes(FIRST_GPU.replace("opt.gpus[0]", "opt.scales[0]")) == [(5, "DL002")]
+
+
+# ---- eighth round: diffusers' xformers attention raises without CUDA ------------------------------
+
+XFORMERS = '''\
+    import torch
+    from diffusers import UNet2DConditionModel
+
+    def load(path):
+        unet = UNet2DConditionModel.from_pretrained(path)
+        unet.enable_xformers_memory_efficient_attention()
+        generator = torch.Generator(device=torch.device("cuda:0"))
+        return unet.to("cuda"), generator
+    '''
+
+
+def test_code_after_enabling_xformers_attention_runs_only_with_cuda():
+    # diffusers' `set_use_memory_efficient_attention_xformers` raises ValueError without CUDA
+    assert _codes(XFORMERS) == []
+
+
+def test_enabling_xformers_only_where_cuda_is_up_guards_nothing_after_it():
+    src = XFORMERS.replace("        unet.enable_xformers_memory_efficient_attention()\n",
+                           "        if torch.cuda.is_available():\n"
+                           "            unet.enable_xformers_memory_efficient_attention()\n")
+    assert _codes(src) == [(8, "DL002"), (9, "DL002")]

@@ -193,7 +193,11 @@ def _global_saves(fn: cst.FunctionDef, module: cst.Module) -> set:
         if isinstance(n, cst.AssignTarget):
             own |= {x.value for x in nodes(n.target) if isinstance(x, cst.Name)}
     templates: dict = {}  # local name -> the path template it is bound to (`save_point = '%s_%d.pth' % ...`)
+    opened: dict = {}  # `with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f`: f names that file
     for n in nodes(fn.body):
+        if (isinstance(n, cst.WithItem) and isinstance(n.asname, cst.AsName) and isinstance(n.asname.name, cst.Name)
+                and isinstance(n.item, cst.Call) and isinstance(n.item.func, cst.Name) and n.item.func.value == "open"):
+            opened[n.asname.name.value] = n.item
         if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
             key = _same_file_key(n.value, module, {})
             name = n.targets[0].target.value
@@ -207,9 +211,12 @@ def _global_saves(fn: cst.FunctionDef, module: cst.Module) -> set:
             if isinstance(tgt.value, cst.Name) and templates.get(tgt.value.value):
                 out.add(templates[tgt.value.value])  # the script's own file name pattern, filled locally
                 continue
-            names = {x.value for x in nodes(tgt.value) if isinstance(x, cst.Name)}
+            where = tgt.value
+            if isinstance(where, cst.Name) and where.value in opened and opened[where.value].args:
+                where = opened[where.value].args[0].value  # the file the handle was opened on
+            names = {x.value for x in nodes(where) if isinstance(x, cst.Name)}
             if names and not names & own:
-                out.add(_same_file_key(tgt.value, module, {}))
+                out.add(_same_file_key(where, module, {}))
     return out
 
 

@@ -289,9 +289,12 @@ _GPU_LIST = re.compile(r"gpus?_?ids$|gpus$", re.I)
 def _gpu_option_polarity(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) -> int:
     """``args.gpu is not None``, ``num_gpu == 1``, ``args.ngpu > 0``, ``len(gpu_ids) > 0``,
     ``gpu_id >= 0``: +1 when the comparison says the user chose a GPU, -1 for the opposite."""
-    count = False
+    count = element = False
     if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "len" and len(a.args) == 1:
         a, count = a.args[0].value, True
+    elif (isinstance(a, cst.Subscript) and len(a.slice) == 1 and isinstance(a.slice[0].slice, cst.Index)
+          and _int(a.slice[0].slice.value) is not None):
+        a, element = a.value, True  # `opt.gpus[0] >= 0`: the first GPU id of the option (-1: the CPU)
     if not isinstance(a, (cst.Name, cst.Attribute)) or facts.is_torch(a, *facts.aliases.values()):
         return 0
     d = dotted(a)
@@ -312,7 +315,7 @@ def _gpu_option_polarity(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNo
         n = int(string_value(b))  # `args.visible_gpus != '-1'`: the option as typed, -1 its "no GPU"
     if n is None:
         return 0
-    if not typed and (count or _GPU_COUNT.search(last) or _GPU_LIST.search(last)):
+    if not typed and not element and (count or _GPU_COUNT.search(last) or _GPU_LIST.search(last)):
         return _count_polarity(op, b) if n >= 0 else 0
     # an id: -1 (or any negative) is the usual "no GPU" value
     if t is cst.GreaterThanEqual:
@@ -814,7 +817,15 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return True
     if type(value.func) in (cst.Name, cst.Attribute) and _names_launcher(facts) and gpu_launcher(facts, value):
         return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
+    if t is cst.Expr and type(value.func) is cst.Attribute and value.func.attr.value in _RAISES_WITHOUT_CUDA:
+        return True  # `unet.enable_xformers_memory_efficient_attention()`: diffusers raises without CUDA
     return _calls_ensuring(facts, value, ensuring)
+
+
+# library methods documented to raise when CUDA is absent: diffusers' (and its copies')
+# `set_use_memory_efficient_attention_xformers` raises ValueError("torch.cuda.is_available() should be
+# True but is False ..."), which `enable_xformers_memory_efficient_attention()` calls on every attention layer
+_RAISES_WITHOUT_CUDA = frozenset({"enable_xformers_memory_efficient_attention"})
 
 
 def _pin(facts, call: cst.Call) -> bool:
