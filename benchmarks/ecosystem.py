@@ -117,6 +117,15 @@ def source_files(root: str):
                 yield os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
 
 
+def ignored_files(root: str) -> list[str]:
+    """Source files of ``root`` that devlint's discovery skips because the repository's own
+    ``.gitignore`` excludes them (a tracked file under an ignore pattern, as ruff skips it too):
+    a labelled bug there is no miss of a rule, and the recall sample leaves them out."""
+    from devlint.config import PathFilter
+    pf = PathFilter(root)
+    return [rel for rel in source_files(root) if pf.excluded(os.path.join(root, rel), ancestors=True)]
+
+
 # the sets of repos.toml, in report order: tuned on, measured once after tuning, the held-out
 # set chosen after `check` had been read, and the ones chosen after `fresh`, `fresh2` and `fresh3`
 # had been (docs/ecosystem.md)
@@ -217,7 +226,8 @@ def run(src: str, repos: list[dict], jobs: int) -> dict:
         lines = count_lines(root)
         out["lines"] += lines
         out["seconds"] += wall
-        out["repos"][repo["name"]] = {"findings": len(findings), "lines": lines, "seconds": round(wall, 3)}
+        out["repos"][repo["name"]] = {"findings": len(findings), "lines": lines, "seconds": round(wall, 3),
+                                      "ignored": ignored_files(root)}
         out["errors"] += [f"{repo['name']}: {e}" for e in errors]
         srcs = Sources(root)
         for d in findings:
@@ -278,12 +288,16 @@ def score(run_: dict, labels: list[dict], repos: list[dict]) -> dict:
         # label names is reported, under the code that subsumes it (devlint.engine.SUBSUMES)
         for code in (f["rule"], *ALSO.findall(f.get("message", ""))):
             spans[(f["repo"], f["path"], f["cell"], code)].append((f["line"], f.get("end_line", f["line"])))
+    ignored = {(name, rel) for name, r in run_["repos"].items() for rel in r.get("ignored", ())}
     for lab in labels:
         if id(lab) in reported or not lab["bug"] or lab["repo"] not in linted or lab["repo"] not in sets:
             continue
         if lab["rule"] not in defaults:
             continue
         if (lab["repo"], lab["path"]) in unparsed:  # Python 3 cannot compile it either
+            continue
+        if (lab["repo"], lab["path"]) in ignored:  # the repository's .gitignore keeps devlint out of it
+            table[(sets[lab["repo"]], lab["rule"])]["ignored_lines"] += 1
             continue
         if any(a <= lab["line"] <= b for a, b in spans[(lab["repo"], lab["path"], lab.get("cell"), lab["rule"])]):
             continue
@@ -315,6 +329,9 @@ def print_table(table: dict, out=sys.stdout) -> None:
             print(_row(rule, row), file=out)
         print(_row("all", tot), file=out)
         print(_row("core", core) + "   (DL001-DL004)", file=out)
+        if tot["ignored_lines"]:
+            print(f"  ({tot['ignored_lines']} labelled bug lines sit in files the repository's .gitignore "
+                  "excludes: devlint does not lint them, they count as no miss)", file=out)
 
 
 def _row(name: str, row) -> str:
@@ -381,8 +398,9 @@ def miss_sample(src: str, repos: list[dict], run_: dict, per_stratum: int) -> li
         root = os.path.join(src, slug(repo["name"]))
         srcs = Sources(root)
         strata = collections.defaultdict(list)
+        skipped = set(run_["repos"].get(repo["name"], {}).get("ignored", ()))
         for rel in source_files(root):
-            if (repo["name"], rel) in unparsed:
+            if (repo["name"], rel) in unparsed or rel in skipped:
                 continue
             cells = sorted(notebook_cells(os.path.join(root, rel))) if rel.endswith(".ipynb") else [None]
             for cell in cells:

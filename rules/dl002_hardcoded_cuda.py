@@ -93,6 +93,8 @@ class HardcodedCuda(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        "import torch\nfrom transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map='auto')\n",
         # an argparse default the code chooses past where CUDA is absent (fish-speech's `run_webui.py`)
         "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
         "args = p.parse_args()\nif not torch.cuda.is_available():\n    args.device = 'cpu'\n"
@@ -346,6 +348,15 @@ class HardcodedCuda(Rule):
             "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n",
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
+        ),
+        # Hugging Face's `device_map="cuda"` places every weight on the GPU ("auto" is valid anywhere)
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('m', device_map='cuda')\n",
+            "import torch\nfrom transformers import AutoModelForCausalLM\n\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+            "model = AutoModelForCausalLM.from_pretrained('m', device_map=device)\n",
+            unsafe=True,
         ),
         # the option's default is rechosen where CUDA is absent: a run keeping it works anywhere
         # (a VALID example); `args.device = "cuda"` chooses nothing new, and is itself a finding
@@ -841,7 +852,7 @@ class HardcodedCuda(Rule):
         self.report(node, what, fix)
 
     def _device_kwarg(self, node: cst.Call, func) -> None:
-        for kw in ("device", "map_location"):
+        for kw in ("device", "map_location", "device_map"):  # (Hugging Face `from_pretrained(device_map="cuda")`)
             a = call_arg(node, None, kw)
             if a is None or a.value in self._handled:
                 continue

@@ -181,6 +181,11 @@ class HostAllocThenMove(Rule):
         "def mask(n, x):\n    return torch.full((n, n), float('-inf')).to(x.device)\n",
     ]
     INVALID = [
+        # a cast to a dtype with `.type(...)` on the way stays on the host, as `.float()` does
+        Invalid(
+            "import torch\ndef grid(w, ref):\n    return torch.arange(w).type(ref.dtype).to(ref.device)\n",
+            "import torch\ndef grid(w, ref):\n    return torch.arange(w, device=ref.device).type(ref.dtype)\n",
+        ),
         # a fill from the script's constant label (module-level or local): a number, so it could be made there
         Invalid(
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"

@@ -112,3 +112,26 @@ def test_a_label_of_a_code_a_merged_finding_stands_for_is_no_miss():
     assert table[("tune", "DL007")]["true"] == 1
     assert table[("tune", "DL002")]["missed"] == 0
     assert table[("tune", "DL003")]["missed"] == 1
+
+
+def test_a_bug_in_a_file_the_repository_gitignores_is_no_miss(tmp_path):
+    # devlint's discovery skips a tracked file its repository's .gitignore excludes (as ruff
+    # does): a labelled bug there is no miss of a rule, and the recall sample leaves it out
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import ecosystem
+
+    root = tmp_path / "o+r"
+    (root / ".git").mkdir(parents=True)
+    (root / ".gitignore").write_text("**/video_llama.py\n")
+    (root / "pkg").mkdir()
+    (root / "pkg" / "video_llama.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    (root / "train.py").write_text("import torch\ny = torch.ones(2).cuda()\n")
+    assert ecosystem.ignored_files(str(root)) == ["pkg/video_llama.py"]
+    repo = {"name": "o/r", "commit": "0" * 40, "set": "tune", "kind": "research"}
+    labels = [{"repo": "o/r", "path": path, "cell": None, "line": 2, "hash": "aaaaaaaa", "rule": "DL002",
+               "bug": True, "weight": 1.0} for path in ("pkg/video_llama.py", "train.py")]
+    run_ = {"findings": [], "repos": {"o/r": {"ignored": ["pkg/video_llama.py"]}}}
+    table = ecosystem.score(run_, labels, [repo])
+    assert table[("tune", "DL002")]["missed"] == 1 and table[("tune", "DL002")]["ignored_lines"] == 1
+    sample = ecosystem.miss_sample(str(tmp_path), [repo], run_, 6)
+    assert {s["path"] for s in sample} == {"train.py"}

@@ -710,9 +710,9 @@ def _build(facts, e: cst.BaseExpression, out: HostBuild) -> bool:
         if isinstance(f, cst.Attribute) and f.attr.value in SHAPE_METHODS and facts.qualname(f) is None:
             return all(a.keyword is None and a.star != "**" and _size_free(a.value) for a in e.args) \
                 and _build(facts, f.value, out)
-        if isinstance(f, cst.Attribute) and f.attr.value == "to" and len(e.args) == 1 \
+        if isinstance(f, cst.Attribute) and f.attr.value in ("to", "type") and len(e.args) == 1 \
                 and e.args[0].keyword is None and _dtype_expr(facts, e.args[0].value):
-            return _build(facts, f.value, out)  # `.to(x.dtype)`: a cast on the host
+            return _build(facts, f.value, out)  # `.to(x.dtype)`, `.type(ref.dtype)`: a cast on the host
         q = facts.qualname(f) or ""
         if q.startswith("torch.") and q.count(".") == 1 and q[6:] in ELEMENTWISE and e.args \
                 and all(a.keyword is None and not a.star for a in e.args):
