@@ -90,6 +90,7 @@ class LoadWithoutMapLocation(Rule):
         # the script's training function saved that file through a handle: the run reloads its own best model
         "import os\nimport torch\ndef train():\n    model = torch.nn.Linear(2, 2).cuda()\n"
         "    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n        torch.save(model, f)\n"
+        "    with open(os.path.join(args.work_dir, 'opt.pt'), 'wb') as f:\n        torch.save(model.state_dict(), f)\n"
         "train()\nwith open(os.path.join(args.work_dir, 'model.pt'), 'rb') as f:\n    model = torch.load(f)\n",
         # a torch.hub model-zoo file (the hash suffix of its name): published from host tensors
         "import torch\nimport torchvision\nnet = torchvision.models.resnet50()\n"

@@ -193,17 +193,17 @@ def _global_saves(fn: cst.FunctionDef, module: cst.Module) -> set:
         if isinstance(n, cst.AssignTarget):
             own |= {x.value for x in nodes(n.target) if isinstance(x, cst.Name)}
     templates: dict = {}  # local name -> the path template it is bound to (`save_point = '%s_%d.pth' % ...`)
-    opened: dict = {}  # `with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f`: f names that file
     for n in nodes(fn.body):
-        if (isinstance(n, cst.WithItem) and isinstance(n.asname, cst.AsName) and isinstance(n.asname.name, cst.Name)
-                and isinstance(n.item, cst.Call) and isinstance(n.item.func, cst.Name) and n.item.func.value == "open"):
-            opened[n.asname.name.value] = n.item
         if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
             key = _same_file_key(n.value, module, {})
             name = n.targets[0].target.value
             templates[name] = key if key and key.startswith(("pct:", "fmt:", "fstr:")) and name not in templates else None
     out: set = set()
+    opened: dict = {}  # `with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f`: f names that file (so far)
     for n in nodes(fn.body):
+        if (isinstance(n, cst.WithItem) and isinstance(n.asname, cst.AsName) and isinstance(n.asname.name, cst.Name)
+                and isinstance(n.item, cst.Call) and isinstance(n.item.func, cst.Name) and n.item.func.value == "open"):
+            opened[n.asname.name.value] = n.item
         if isinstance(n, cst.Call) and _is_torch_save(n):
             tgt = call_arg(n, 1, "f")
             if tgt is None:
