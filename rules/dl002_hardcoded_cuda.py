@@ -349,6 +349,14 @@ class HardcodedCuda(Rule):
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n",
         ),
+        # converting the option is no choice past its default: the run keeping it still needs CUDA
+        Invalid(
+            "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
+            "args = p.parse_args()\nargs.device = torch.device(args.device)\n",
+            "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "args = p.parse_args()\nargs.device = torch.device(args.device)\n",
+        ),
         # Hugging Face's `device_map="cuda"` places every weight on the GPU ("auto" is valid anywhere)
         Invalid(
             "import torch\nfrom transformers import AutoModelForCausalLM\n"
@@ -884,11 +892,14 @@ class HardcodedCuda(Rule):
         if not dest:
             return False
         for n in nodes(self.ctx.module, into_scopes=True):
-            if type(n) is cst.Assign and not is_cuda_string(n.value) and any(
+            if type(n) is not cst.Assign or not any(
                     type(t.target) is cst.Attribute and t.target.attr.value == dest
-                    and not (type(t.target.value) is cst.Name and t.target.value.value == "self")
-                    for t in n.targets):
-                return True
+                    and type(t.target.value) is cst.Name and t.target.value.value != "self" for t in n.targets):
+                continue
+            s = string_value(n.value)
+            if (s is not None and s and not is_cuda_string(n.value)) or (
+                    type(n.value) is cst.IfExp and guards.guard_polarity(self.facts, n.value.test) != 0):
+                return True  # `args.device = "cpu"`, `args.device = "cuda" if torch.cuda.is_available() else "cpu"`
         return False
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
