@@ -1412,7 +1412,11 @@ class ProjectIndex:
                 continue
             for base in (here, os.path.dirname(here), self.root):
                 d = os.path.normpath(os.path.join(base, rel))
-                if d not in out and os.path.commonpath([d, self.root]) == self.root and os.path.isdir(d):
+                try:
+                    inside = d not in out and os.path.commonpath([d, self.root]) == self.root and os.path.isdir(d)
+                except (ValueError, OSError):  # a NUL in the literal, another drive: no directory of ours
+                    break
+                if inside:
                     out.append(d)
                     break
         return out
