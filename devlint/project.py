@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 22
+SUMMARY_VERSION = 23
 
 
 @dataclass(frozen=True)
@@ -632,13 +632,16 @@ _CHECKPOINT_FILE = re.compile(rb"\.(?:pth|pt|ckpt|pkl|bin|tar)[\"']")
 
 def _save_name(target: ast.AST) -> Optional[str]:
     """The file name a save/load path ends in, when the code spells it: ``"m.pt"``,
-    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"``, ``f"{d}/m.pt"``."""
+    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"``, ``f"{d}/m.pt"``, ``out_dir / "m.pt"`` (pathlib)."""
     if isinstance(target, ast.Constant) and isinstance(target.value, str):
         return os.path.basename(target.value) or None
     if isinstance(target, ast.Call) and target.args and (_dotted(target.func) or "").endswith("join"):
         return _save_name(target.args[-1])
     if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add):
         return _save_name(target.right)
+    if (isinstance(target, ast.BinOp) and isinstance(target.op, ast.Div) and isinstance(target.right, ast.Constant)
+            and isinstance(target.right.value, str)):
+        return _save_name(target.right)  # a pathlib join: only a string on the right of `/` is one
     if isinstance(target, ast.JoinedStr) and target.values and isinstance(target.values[-1], ast.Constant):
         tail = str(target.values[-1].value)
         return tail.rsplit("/", 1)[-1] or None if "/" in tail else None  # whole only after a "/"

@@ -877,3 +877,24 @@ def test_a_torch_ffi_extension_built_only_with_cuda_makes_its_importers_cuda_onl
     assert lint(tmp_path, monkeypatch) == []
     write(tmp_path, {"dcn/build.py": FFI_BUILD.replace("else:\n    raise ValueError('CUDA is not available')\n", "")})
     assert lint(tmp_path, monkeypatch) == [("check.py", 4, "DL002")]
+
+
+PREPARE = ("from pathlib import Path\nimport torch\n\ndef generate_prompt(example):\n    return example['text']\n\n"
+           "def prepare(out_dir: Path = Path('data/alpaca')):\n"
+           "    train_set = [torch.tensor([1, 2, 3])]\n    torch.save(train_set, out_dir / 'train.pt')\n\n"
+           "if __name__ == '__main__':\n    prepare()\n")
+FINETUNE = ("import os\nimport torch\nfrom scripts.prepare import generate_prompt\n\ndef load_datasets(data_dir):\n"
+            "    return torch.load(os.path.join(data_dir, 'train.pt'))\n\n"
+            "if __name__ == '__main__':\n    print(len(load_datasets('data/alpaca')))\n")
+
+
+def test_a_pathlib_save_names_its_file_for_the_loads_of_other_scripts(tmp_path, monkeypatch):
+    """lit-llama's shape: `prepare_alpaca.py` writes host data with `torch.save(train_set,
+    out_dir / "train.pt")` (a pathlib join) and the finetuning script loads
+    `os.path.join(data_dir, "train.pt")`, and imports its prompt helper from it: the file holds
+    host tensors. Trap: the same data moved to the GPU before the save keeps the finding."""
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, {"scripts/prepare.py": PREPARE, "finetune.py": FINETUNE})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == []
+    write(tmp_path, {"scripts/prepare.py": PREPARE.replace("torch.tensor([1, 2, 3])]", "torch.tensor([1, 2, 3]).cuda()]")})
+    assert ("finetune.py", 6, "DL005") in lint(tmp_path, monkeypatch)

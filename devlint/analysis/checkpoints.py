@@ -561,7 +561,8 @@ class HostSaves:
 
 def file_name(expr: cst.BaseExpression) -> Optional[str]:
     """The file name a load path ends in when the code spells it: ``"m.pt"``,
-    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"`` (the project index names saves the same way)."""
+    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"``, ``out_dir / "m.pt"`` (the project index names
+    saves the same way)."""
     s = _string(expr)
     if s is not None:
         return s.replace("\\", "/").rsplit("/", 1)[-1] or None
@@ -569,6 +570,8 @@ def file_name(expr: cst.BaseExpression) -> Optional[str]:
         return file_name(expr.args[-1].value)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         return file_name(expr.right)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide) and _string(expr.right) is not None:
+        return file_name(expr.right)  # a pathlib join: only a string on the right of `/` is one
     return None
 
 
