@@ -866,6 +866,8 @@ def _mandatory_try_bodies(source: bytes) -> list:
             if line.startswith(b"except"):
                 if body_end is None:
                     body_end = b.start()
+                if handlers and not isinstance(handlers[-1], tuple):
+                    handlers[-1] = (handlers[-1], b.start())  # the clause before ends where this one starts
                 handlers.append(b.end())
                 continue
             if handlers:

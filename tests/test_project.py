@@ -898,3 +898,13 @@ def test_a_pathlib_save_names_its_file_for_the_loads_of_other_scripts(tmp_path, 
     assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == []
     write(tmp_path, {"scripts/prepare.py": PREPARE.replace("torch.tensor([1, 2, 3])]", "torch.tensor([1, 2, 3]).cuda()]")})
     assert ("finetune.py", 6, "DL005") in lint(tmp_path, monkeypatch)
+
+
+def test_an_import_in_try_is_mandatory_only_when_every_handler_raises():
+    from devlint.project import _top_imports
+
+    src = (b"import torch\ntry:\n    import pkg._ext as _ext\nexcept ImportError:\n    raise ImportError('build it')\n"
+           b"except OSError:\n    raise\n\nx = 1\n")
+    assert ["pkg._ext", 0, []] in _top_imports(src)
+    fallback = src.replace(b"except OSError:\n    raise\n", b"except OSError:\n    _ext = None\n")
+    assert ["pkg._ext", 0, []] not in _top_imports(fallback)
