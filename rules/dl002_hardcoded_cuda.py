@@ -36,14 +36,16 @@ class HardcodedCuda(Rule):
     ## What it does
     Flags code that hard-codes the CUDA device where no availability check guards it:
     `.cuda()`, `.cuda(i)`, `torch.device("cuda")`, `"cuda"`/`"cuda:N"` passed or
-    assigned as a device, `device=0` / `.to(0)`, legacy `torch.cuda.FloatTensor` & co,
+    assigned as a device (Hugging Face's `device_map="cuda"` too; `"auto"` is fine),
+    `device=0` / `.to(0)`, legacy `torch.cuda.FloatTensor` & co,
     and `torch.set_default_tensor_type("torch.cuda...")`; also an int or `"cuda"` that
     reaches `.to(p)` through one or two calls of the file's own functions or classes
     (`device = 0` -> `main(device)` -> `Trainer(model, gpu_id)` -> `model.to(gpu_id)`),
     reported where it is defined. Defaults a run gets unless told otherwise are portability
     advice and say so: a `--device` option's `default="cuda"` (argparse, click, typer), a
     configuration class's `device: str = "cuda"` field that the file reads
-    (`config.device`) and never overrides.
+    (`config.device`) and never overrides. An option the code itself switches off CUDA
+    (`if not torch.cuda.is_available(): args.device = "cpu"`) is no portability problem.
 
     Silent where the file makes sure of a GPU (`devlint.analysis.guards`): an availability
     check, a test gated for GPUs (`@RunIf(min_cuda_gpus=1)`, `skipif(not
@@ -52,7 +54,8 @@ class HardcodedCuda(Rule):
     a GPU, NCCL code, CUDA extension code (an `autograd.Function` feeding a compiled kernel),
     a function that launches a Triton kernel of its file (`kernel[grid](...)` on a
     `@triton.jit` function), `.cuda(i)` under `if i is not None:` (None is the author's CPU
-    path), and for a `device="cuda"` default that every call in the file overrides. A file or
+    path), code after diffusers' `enable_xformers_memory_efficient_attention()` (it raises
+    without CUDA), and for a `device="cuda"` default that every call in the file overrides. A file or
     function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
 
     ## Why is this bad?
