@@ -57,29 +57,38 @@ _RANDOM_FACTORIES = ("randn", "rand", "randint", "randperm", "normal")
 _RANDOM_LIKE = ("randn_like", "rand_like", "randint_like")
 
 
-def cpu_rng_mode():
-    """A TorchFunctionMode under which seeded random factories asked for a non-CPU device
-    draw from the CPU generator and move the result: a CUDA run then sees the numbers a
-    CPU run sees (the CUDA generator gives others for the same seed)."""
+def cpu_rng_mode(device_types=("cuda",)):
+    """A TorchFunctionMode under which seeded random factories asked for a device of
+    ``device_types`` draw from the CPU generator and move the result: a CUDA run then sees
+    the numbers a CPU run sees (the CUDA generator gives others for the same seed). Other
+    devices are left alone: a draw on ``meta`` consumes no generator on either run."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     factories = {getattr(torch, n) for n in _RANDOM_FACTORIES}
     likes = {getattr(torch, n) for n in _RANDOM_LIKE}
 
+    def moved(drawn, dev, requires_grad):
+        # drawn without autograd and moved, then marked: the result is a leaf, as a
+        # factory's result is (an optimizer refuses a non-leaf parameter)
+        return drawn.to(dev).requires_grad_(requires_grad)
+
     class CpuRng(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = dict(kwargs or {})
             if func in factories and kwargs.get("device") is not None:
                 dev = torch.device(kwargs["device"])
-                if dev.type != "cpu":
+                if dev.type in device_types:
                     kwargs["device"] = "cpu"
-                    return func(*args, **kwargs).to(dev)
+                    rg = bool(kwargs.pop("requires_grad", False))
+                    return moved(func(*args, **kwargs), dev, rg)
             if func in likes and args and isinstance(args[0], torch.Tensor):
                 dev = torch.device(kwargs.get("device") or args[0].device)
-                if dev.type != "cpu":
+                if dev.type in device_types:
                     kwargs["device"] = "cpu"
-                    return func(torch.empty_like(args[0], device="cpu"), *args[1:], **kwargs).to(dev)
+                    rg = bool(kwargs.pop("requires_grad", False))
+                    drawn = func(torch.empty_like(args[0], device="cpu"), *args[1:], **kwargs)
+                    return moved(drawn, dev, rg)
             return func(*args, **kwargs)
 
     return CpuRng()

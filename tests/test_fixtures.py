@@ -109,8 +109,14 @@ RTOL, ATOL = 1e-3, 1e-4  # CUDA kernels (TF32, reduction order) differ from CPU 
 _NUM = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+")
 
 
+# a printed tensor names its device when it is not the CPU: `tensor([1., 2.], device='cuda:0')`
+_DEVICE_TAG = re.compile(r",\s*device='cuda(?::\d+)?'")
+
+
 def outputs_match(cpu: str, gpu: str) -> bool:
-    """Same text once numbers are compared with RTOL/ATOL."""
+    """Same text once numbers are compared with RTOL/ATOL and a printed tensor's device tag
+    is dropped (the values are compared, not where they live)."""
+    gpu = _DEVICE_TAG.sub("", gpu)
     if _NUM.sub("#", cpu) != _NUM.sub("#", gpu):
         return False
     for a, b in zip(_NUM.findall(cpu), _NUM.findall(gpu)):
@@ -124,6 +130,10 @@ def test_outputs_match_tolerance():
     assert outputs_match("loss 0.12345\n", "loss 0.12349\n")
     assert not outputs_match("loss 0.1234\n", "loss 0.2234\n")
     assert not outputs_match("loss 0.1\n", "acc 0.1\n")
+    # seen on an H100: `print(w.grad)` of a CUDA tensor names its device
+    assert outputs_match("True tensor([1., 2., 3.])\n", "True tensor([1., 2., 3.], device='cuda:0')\n")
+    assert outputs_match("tensor([[1.]])\n", "tensor([[1.]],\n       device='cuda:0')\n")
+    assert not outputs_match("tensor([1.])\n", "tensor([2.], device='cuda:0')\n")
 
 
 @pytest.mark.cuda
