@@ -44,6 +44,9 @@ from devlint.project import NONE, ProjectFacts, classes_of
 from devlint.walk import children
 
 
+_NAMES_A_GPU = re.compile(rb"\.cuda\s*\(|[\'\"]cuda(?::\d+)?[\'\"]|\bdevice_ids\s*=")
+
+
 @dataclass
 class DeviceVar:
     name: str
@@ -83,6 +86,14 @@ class FileFacts:
     def usage(self):
         """(scope, dotted) -> kinds from usage, for the whole file (read-only)."""
         return self.values.usage
+
+    @property
+    def names_a_gpu(self) -> bool:
+        """Whether the file's text names a GPU placement at all (``.cuda(``, a ``"cuda"``/
+        ``"cuda:N"`` string, ``device_ids=``): a file without one, and without a device
+        variable, keeps its values on the host. Read off the bytes, so a mention in a
+        comment counts too (the safe side: it only ever keeps a device in play)."""
+        return _NAMES_A_GPU.search(self.source) is not None
 
     # ---- names -------------------------------------------------------------
     def qualname(self, node: cst.CSTNode) -> Optional[str]:

@@ -61,7 +61,10 @@ class LoadWithoutMapLocation(Rule):
     the file's guarded device variable (inserted after the imports when missing; in a
     library module, which has no `__main__` block and runs nothing at import, `"cpu"`
     instead of a new import-time global). A load whose value is used on the host
-    (`torch.load(p).tolist()`, `load_state_dict(..., assign=True)`) gets `"cpu"`.
+    (`torch.load(p).tolist()`, `load_state_dict(..., assign=True)`) gets `"cpu"`, and
+    so does a whole object (a TorchScript module, a pickled model) loaded by a file
+    that has no device variable and names no GPU at all: everything else it makes
+    lives on the host, and a loaded module on the GPU would be fed host inputs.
     Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`;
     a literal path written from a model never moved to a device) and loads in a
     dataset class (a cache of host data) are not flagged: there is nothing to map
@@ -184,11 +187,10 @@ class LoadWithoutMapLocation(Rule):
             "checkpoint_path = 'checkpoint.pt'\ndef save_checkpoint(path):\n"
             "    torch.save({'model': model.state_dict()}, path)\nsave_checkpoint('last.pt')\n"
             "model.load_state_dict(torch.load(checkpoint_path)['model'])\n",
-            "import torch\nfrom torch import nn\n\n"
-            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+            "import torch\nfrom torch import nn\n"
             "model = nn.Linear(2, 2)\ncheckpoint_path = 'checkpoint.pt'\ndef save_checkpoint(path):\n"
             "    torch.save({'model': model.state_dict()}, path)\nsave_checkpoint('last.pt')\n"
-            "model.load_state_dict(torch.load(checkpoint_path, map_location=device)['model'])\n",
+            "model.load_state_dict(torch.load(checkpoint_path, map_location='cpu')['model'])\n",
             unsafe=True,
         ),
         # a list filled with the parameters themselves (not host copies) may hold device tensors
@@ -278,11 +280,18 @@ class LoadWithoutMapLocation(Rule):
             "    return torch.load(path, map_location=map_location)\n",
             unsafe=True,
         ),
+        # a whole module, in a file that names no GPU: its inputs are host tensors, so is the module
         Invalid(
-            "from torch import jit\nm = jit.load('traced.pt')\n",
+            "from torch import jit\nm = jit.load('traced.pt')\nprint(m(x))\n",
+            "from torch import jit\nm = jit.load('traced.pt', map_location='cpu')\nprint(m(x))\n",
+            unsafe=True,
+        ),
+        # the same in a file that feeds it GPU inputs: the new device variable
+        Invalid(
+            "from torch import jit\nm = jit.load('traced.pt')\nprint(m(x.cuda()))\n",
             "from torch import jit\nimport torch\n"
             "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
-            "m = jit.load('traced.pt', map_location=device)\n",
+            "m = jit.load('traced.pt', map_location=device)\nprint(m(x.cuda()))\n",
             unsafe=True,
         ),
         Invalid(
@@ -414,6 +423,11 @@ class LoadWithoutMapLocation(Rule):
                 if wanted in names and wanted not in rebound:
                     return cst.Name(wanted), applicability
         choice = choose_device(self.ctx, prefer_input=False)
+        if choice.needs_var and node not in self._into_state_dict and not self.facts.names_a_gpu:
+            # the file chooses no device and places nothing on a GPU: every value it makes lives
+            # on the host, so the loaded object must too (a new device variable would put a
+            # loaded module on the GPU beside host inputs: seen on an H100)
+            return cst.SimpleString('"cpu"'), applicability
         if choice.needs_var and fn is not None and is_library_module(self.ctx.module):
             # a library module never gets a new import-time device global (issue 16 item 1):
             # the host is the one place every machine has

@@ -46,7 +46,8 @@ mkdir -p "$out/chunks"
 if ! python3 -c "import libcst, click" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps .whl/*.whl || exit 4
 fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . || exit 4
+# installed once (two runs started together, chunks in one and transfers in another, must not race)
+python3 -c "import devlint.rules" 2>/dev/null || python3 -m pip install -q --no-deps --no-build-isolation -e . || exit 4
 [ -f "$out/env.txt" ] || {
   date -u +"date: %Y-%m-%dT%H:%M:%SZ"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
@@ -61,7 +62,7 @@ run_chunk() {  # name -> writes chunks/<name>.log and .status
   local c=$1 log="$out/chunks/$1.log" rc
   case $c in
     transfers)
-      timeout "$limit" python3 scripts/transfer_table.py --cuda --out "$out/transfers.md" >"$log" 2>&1
+      timeout "$limit" python3 scripts/transfer_table.py --cuda --jobs "${VERIFY_JOBS:-8}" --out "$out/transfers.md" >"$log" 2>&1
       rc=$? ;;
     other)
       # every CUDA test no rule chunk selects (a test whose id names no fixture directory)

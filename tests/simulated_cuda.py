@@ -525,9 +525,23 @@ def install() -> SimulatedCuda:
     script_call = torch.jit.ScriptModule.__call__
 
     def script_module_call(self, *args, **kwargs):
-        out = script_call(self, *args, **kwargs)
         ins = tuple(_tensors(args)) + tuple(_tensors(kwargs.values()))
-        if any(on_gpu(t) for t in ins) or any(on_gpu(p) for p in self.parameters()):
+        params = list(self.parameters())
+        if params and ins:
+            # its weights all on one side and a (non-scalar) input on the other: a GPU raises
+            # inside the TorchScript interpreter (seen on an H100: a module loaded with
+            # map_location=device fed a host batch)
+            gpu_w = [p for p in params if on_gpu(p)]
+            host_w = [p for p in params if not on_gpu(p)]
+            for t in ins:
+                if t.dim() == 0:
+                    continue
+                if gpu_w and not host_w and not on_gpu(t):
+                    raise _mismatch("a TorchScript module's call", gpu_w[0], t)
+                if host_w and not gpu_w and on_gpu(t):
+                    raise _mismatch("a TorchScript module's call", t, host_w[0])
+        out = script_call(self, *args, **kwargs)
+        if any(on_gpu(t) for t in ins) or any(on_gpu(p) for p in params):
             _tag_new(out, ins)
         return out
 

@@ -123,10 +123,17 @@ def test_dl005_skips_guarded_and_forwarded_loads():
 
 
 def test_dl005_uses_the_files_device_variable_and_never_shadows():
-    src = "import torch\ndevice = 3\nstate = torch.load('m.pt')\n"
+    src = "import torch\ndevice = 3\nstate = torch.load('m.pt')\nw = state['w'].cuda()\n"
     out = fix(src, "DL005", unsafe_fixes=True)
     assert "torch_device = torch.device(" in out
-    assert out.endswith("state = torch.load('m.pt', map_location=torch_device)\n")
+    assert out.endswith("state = torch.load('m.pt', map_location=torch_device)\nw = state['w'].cuda()\n")
+
+
+def test_dl005_keeps_a_host_program_on_the_host():
+    # seen on an H100: a TorchScript module mapped to a new device variable met host inputs
+    src = "import torch\nm = torch.jit.load('m.pt')\nprint(m(torch.ones(2)))\n"
+    out = fix(src, "DL005", unsafe_fixes=True)
+    assert out == "import torch\nm = torch.jit.load('m.pt', map_location='cpu')\nprint(m(torch.ones(2)))\n"
 
 
 def messages(src: str, code: str) -> list[tuple[int, str]]:

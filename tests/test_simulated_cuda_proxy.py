@@ -206,6 +206,34 @@ out, _ = lstm(packed)
 padded, lengths = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
 assert padded.is_cuda and not lengths.is_cuda
 """, None),
+    # --- TorchScript (seen on an H100: a module loaded onto the GPU fed a host batch)
+    "torchscript_module_on_the_gpu_fed_host_input_fails": ("""
+import io
+buf = io.BytesIO()
+torch.jit.save(torch.jit.script(nn.Linear(4, 2)), buf)
+buf.seek(0)
+m = torch.jit.load(buf, map_location="cuda")
+m(torch.randn(3, 4))
+""", SAME_DEVICE),
+    "torchscript_module_where_its_inputs_are_runs": ("""
+import io
+buf = io.BytesIO()
+torch.jit.save(torch.jit.script(nn.Linear(4, 2)), buf)
+buf.seek(0)
+m = torch.jit.load(buf, map_location="cuda")
+assert m(torch.randn(3, 4, device="cuda")).is_cuda
+buf.seek(0)
+h = torch.jit.load(buf, map_location="cpu")
+assert not h(torch.randn(3, 4)).is_cuda
+""", None),
+    "torchscript_module_on_the_host_fed_gpu_input_fails": ("""
+import io
+buf = io.BytesIO()
+torch.jit.save(torch.jit.script(nn.Linear(4, 2)), buf)
+buf.seek(0)
+h = torch.jit.load(buf, map_location="cpu")
+h(torch.randn(3, 4, device="cuda"))
+""", SAME_DEVICE),
     # --- loading
     "load_places_tensors_where_map_location_says": ("""
 import io

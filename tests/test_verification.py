@@ -28,7 +28,7 @@ def _cuda() -> bool:
 def test_transfer_table_on_cpu_shows_fewer_conversions_after_the_fix(tmp_path):
     out = tmp_path / "transfers.md"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "transfer_table.py"), "--out", str(out)],
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "transfer_table.py"), "--jobs", "2", "--out", str(out)],
                           capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     rows = [r for r in out.read_text().splitlines() if r.startswith("| DL")]
