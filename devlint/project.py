@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 23
+SUMMARY_VERSION = 24
 
 
 @dataclass(frozen=True)
@@ -515,7 +515,7 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
                 local[s.targets[0].id] = b
         value = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
         if isinstance(value, ast.Call):
-            if _nccl_init(value, local) or (pinned and _is_init(value)):
+            if _nccl_init(value, local) or (pinned and _is_init(value)) or _gpu_only_call(value):
                 return True
             # a call of one of the file's own functions (`model.train()` runs no `def train`)
             if isinstance(value.func, ast.Name) and value.func.id in ensuring:
@@ -523,6 +523,21 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
         if in_function and isinstance(s, ast.Return):
             return False
     return False
+
+
+# library calls with no CPU path: faiss's GPU index API is absent from a CPU build of faiss
+# (AttributeError) and fails without a device in a GPU build, so what follows such a call runs
+# only with a GPU (a library's documented behaviour, like diffusers' xformers switch in guards.py)
+_GPU_ONLY_CALLS = {"faiss": frozenset({
+    "index_cpu_to_all_gpus", "index_cpu_to_gpu", "index_cpu_to_gpu_multiple", "index_cpu_to_gpus_list",
+    "StandardGpuResources", "GpuIndexFlatL2", "GpuIndexFlatIP", "GpuIndexIVFFlat", "GpuIndexIVFPQ",
+    "GpuIndexIVFScalarQuantizer"})}
+
+
+def _gpu_only_call(call: ast.Call) -> bool:
+    d = _dotted(call.func)
+    head, _, rest = (d or "").partition(".")
+    return rest in _GPU_ONLY_CALLS.get(head, ())
 
 
 def _returns_within(s: ast.stmt) -> bool:
@@ -561,15 +576,26 @@ class _Calls:
     """What a module's functions and script body call first (for requirements that run
     through other modules: ``main()`` -> ``setup()`` -> ``distributed.enable()``)."""
 
-    functions: set  # top-level function names
+    functions: set  # top-level function names, and methods of top-level classes as `Class.method`
     ensuring: set  # of them, those that require CUDA by their own code
     first: dict  # function name -> callees (dotted, as spelled) of its unconditional top-level calls
+    #              (a method called on an instance the block made, `bank = MemoryBank(n)` then
+    #              `bank.mine()`, is spelled `MemoryBank.mine`)
     main: list  # callees of the script body's unconditional calls (module level and `__main__` block)
 
 
 def _first_calls(stmts: list, in_function: bool) -> list:
     """Callees of the calls a block makes unconditionally, up to its first (early) return."""
     out = []
+    made: dict = {}  # name -> the callee whose result the block bound to it (`bank = MemoryBank(n)`)
+
+    def spelled(call: ast.Call) -> Optional[str]:
+        d = _dotted(call.func)
+        head, _, rest = (d or "").partition(".")
+        if rest and "." not in rest and head in made:
+            return f"{made[head]}.{rest}"  # `bank.mine()`: the method of what made `bank`
+        return d
+
     for s in stmts:
         if isinstance(s, ast.If):
             if _is_main_test(s.test):
@@ -589,9 +615,14 @@ def _first_calls(stmts: list, in_function: bool) -> list:
             if isinstance(value.func, ast.Call):  # `sys.exit(main(args))`
                 value = value.func
             for call in (value, *(a for a in value.args if isinstance(a, ast.Call))):
-                d = _dotted(call.func)
+                d = spelled(call)
                 if d:
                     out.append(d)
+        for target in (s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(s, ast.AnnAssign) else []):
+            if isinstance(target, ast.Name):  # the latest binding wins
+                made.pop(target.id, None)
+                if isinstance(value, ast.Call) and _dotted(value.func):
+                    made[target.id] = _dotted(value.func)
     return out
 
 
@@ -600,13 +631,16 @@ def _calls_summary(source: bytes) -> Optional[_Calls]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for c in tree.body:
+        if isinstance(c, ast.ClassDef):
+            funcs.update({f"{c.name}.{m.name}": m for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))})
     ensuring: set = set()
     for _ in range(2):
-        for fn in funcs:
-            if fn.name not in ensuring and _ensures(fn.body, True, ensuring):
-                ensuring.add(fn.name)
-    return _Calls({f.name for f in funcs}, ensuring, {f.name: _first_calls(f.body, True) for f in funcs},
+        for name, fn in funcs.items():
+            if name not in ensuring and _ensures(fn.body, True, ensuring):
+                ensuring.add(name)
+    return _Calls(set(funcs), ensuring, {name: _first_calls(fn.body, True) for name, fn in funcs.items()},
                   _first_calls(tree.body, False))
 
 
@@ -719,7 +753,7 @@ def _host_copy(e: ast.AST) -> bool:
 
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
 _SAVE_WORDS = (b"save(",)
-_AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group")
+_AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group", b"faiss")
 _INIT_WORDS = (b"init_process_group",)
 # DL005 asks about `torch.load` / `torch.jit.load` calls only: a file that spells none (however it
 # names torch: `th.load(`, `from torch import load`) needs no checkpoint facts
@@ -1749,8 +1783,8 @@ class ProjectIndex:
             return False
         calls = self._calls(path)
         head, _, rest = callee.partition(".")
-        if not rest and calls is not None and head in calls.functions:
-            return self.function_ensures(path, head, depth)
+        if calls is not None and callee in calls.functions:  # `setup`, or `Bank.mine` of a class here
+            return self.function_ensures(path, callee, depth)
         aliases = self._class_info(path)[1]  # import aliases, memoised by content
         for target, names in self.imports(path):
             if names is None:
@@ -1763,6 +1797,8 @@ class ProjectIndex:
             for n, a in names:
                 if (a or n) == head and not rest:
                     return self.function_ensures(target, n, depth)
+                if (a or n) == head and "." not in rest:  # `from memory import Bank`: `Bank.mine`
+                    return self.function_ensures(target, f"{n}.{rest}", depth)
         return False
 
     def script_requires_cuda(self, path: str) -> bool:

@@ -243,6 +243,35 @@ def test_a_method_call_is_no_call_of_the_scripts_gpu_check():
     assert summarize((src + "train(model)\n").encode()).requires_cuda is True
 
 
+MEMORY = ("import torch\n\nclass MemoryBank:\n    def __init__(self, n):\n        self.features = torch.zeros(n, 4)\n\n"
+          "    def mine(self, k):\n        import faiss\n        index = faiss.IndexFlatIP(4)\n"
+          "        index = faiss.index_cpu_to_all_gpus(index)\n        index.add(self.features.cpu().numpy())\n"
+          "        return index.search(self.features.cpu().numpy(), k)\n")
+MINES = ("import torch\nfrom utils.memory import MemoryBank\n\ndef main():\n    model = torch.nn.Linear(4, 4).cuda()\n"
+         "    bank = MemoryBank(10)\n    bank.features = model(bank.features.cuda())\n    print(bank.mine(5))\n\n"
+         "if __name__ == '__main__':\n    main()\n")
+
+
+def test_a_script_that_mines_with_faiss_on_the_gpu_needs_cuda(tmp_path, monkeypatch):
+    """A method of a project class (another file) that moves a faiss index to the GPUs has no CPU
+    path; a script that calls it on every run, on an instance it made, is CUDA-only."""
+    write(tmp_path, {"utils/__init__.py": "", "utils/memory.py": MEMORY, "mine.py": MINES})
+    assert [f for f in lint(tmp_path, monkeypatch, "mine.py") if f[2] == "DL002"] == []
+
+
+@pytest.mark.parametrize("change", [
+    ("index = faiss.index_cpu_to_all_gpus(index)", "pass"),  # a CPU index: runs anywhere
+    ("    print(bank.mine(5))", "    if len(sys.argv) > 1:\n        print(bank.mine(5))"),  # only on some runs
+    ("    bank = MemoryBank(10)", "    bank = MemoryBank(10)\n    bank = make_bank()"),  # rebound to something else
+])
+def test_a_mining_script_that_can_run_without_a_gpu_keeps_its_findings(tmp_path, monkeypatch, change):
+    old, new = change
+    memory, mines = MEMORY.replace(old, new), MINES.replace(old, new).replace("import torch\n", "import sys\nimport torch\n", 1)
+    assert (memory, mines) != (MEMORY, MINES)
+    write(tmp_path, {"utils/__init__.py": "", "utils/memory.py": memory, "mine.py": mines})
+    assert ("mine.py", 6, "DL002") in lint(tmp_path, monkeypatch, "mine.py")
+
+
 SPLITS = ("import torch\n\ndef split_batch(batch):\n    return batch[:, :-1], batch[:, -1:]\n\n"
           "def fields(batch):\n    return batch['x'], batch['y']\n")
 MOVES = ("import torch\nfrom utils import split_batch, fields\nimport utils\n\n"
