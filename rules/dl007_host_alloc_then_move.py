@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 import libcst as cst
 
+from devlint.analysis.calls import none_in_every_call
 from devlint.analysis.checkpoints import is_test_module
 from devlint.analysis.values import sets_default_device
 from devlint.callargs import factory_takes_device, has_double_star, keyword, positional_count, with_keyword
@@ -91,7 +92,10 @@ class HostAllocThenMove(Rule):
     a legacy constructor of sizes filled with a number (`torch.LongTensor(b, n).fill_(0)`),
     arithmetic with numbers (`(torch.eye(n) * c).cuda()`) and elementwise torch functions of
     such builds (`torch.pow(c * torch.ones(n), torch.arange(n).float())`); a build placed on
-    the CPU copies nothing and is not flagged.
+    the CPU copies nothing and is not flagged, nor is `.to(device)` of a parameter that
+    defaults to `None` and that every call in the file leaves at `None` (the rotary
+    embeddings' `__init__(self, dim, device=None)`, built as `Rotary(dim)`: `.to(None)`
+    copies nothing).
 
     Only factories that *compute* their values (`zeros`, `ones`, `full`, `empty`,
     `arange`, `eye`, `linspace`, `rand*`, ...) are flagged: they can write directly on
@@ -151,6 +155,13 @@ class HostAllocThenMove(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # `device=None` in every call the file makes: `.to(None)` copies nothing (rotary embeddings)
+        "import torch\nfrom torch import nn\nclass Rotary(nn.Module):\n"
+        "    def __init__(self, dim, base=10000, device=None):\n        super().__init__()\n"
+        "        inv = 1.0 / (base ** (torch.arange(0, dim, 2).float().to(device) / dim))\n"
+        "        self.register_buffer('inv', inv)\n"
+        "class Attn(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n"
+        "        self.rotary = Rotary(d, base=500)\n",
         "import torch\nx = torch.zeros(3, device='cuda')\n",
         # a host factory combined with another tensor a call builds: both would have to move
         "import torch\ndef f(x, n):\n    return (torch.ones(n) * torch.rand(n)).to(x.device)\n",
@@ -181,6 +192,17 @@ class HostAllocThenMove(Rule):
         "def mask(n, x):\n    return torch.full((n, n), float('-inf')).to(x.device)\n",
     ]
     INVALID = [
+        # ... but one call passes a device: that one builds on the host and copies
+        Invalid("import torch\nfrom torch import nn\nclass Rotary(nn.Module):\n"
+                "    def __init__(self, dim, base=10000, device=None):\n        super().__init__()\n"
+                "        inv = 1.0 / (base ** (torch.arange(0, dim, 2).float().to(device) / dim))\n"
+                "        self.register_buffer('inv', inv)\n"
+                "a = Rotary(8)\nb = Rotary(8, device='cuda')\n",
+                "import torch\nfrom torch import nn\nclass Rotary(nn.Module):\n"
+                "    def __init__(self, dim, base=10000, device=None):\n        super().__init__()\n"
+                "        inv = 1.0 / (base ** (torch.arange(0, dim, 2, device=device).float() / dim))\n"
+                "        self.register_buffer('inv', inv)\n"
+                "a = Rotary(8)\nb = Rotary(8, device='cuda')\n"),
         # a cast to a dtype with `.type(...)` on the way stays on the host, as `.float()` does
         Invalid(
             "import torch\ndef grid(w, ref):\n    return torch.arange(w).type(ref.dtype).to(ref.device)\n",
@@ -352,7 +374,7 @@ class HostAllocThenMove(Rule):
             return
         else:
             return  # .to(dtype) / .to(tensor) / unknown: not evidently a device move
-        if self._module_left_on_host(device):
+        if self._module_left_on_host(device) or self._never_given(device):
             return  # `.to(model.device)` where `model` is built here and never placed: no copy
         rest_pos = pos[1:] if dev_kw is None else pos
         rest_kw = [a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value != "device"]
@@ -400,7 +422,7 @@ class HostAllocThenMove(Rule):
                 device, keep_move = cst.Attribute(pos[0].value, cst.Name("device")), True  # the cast stays
             else:
                 return
-            if self._module_left_on_host(device) or _host_placement(node):
+            if self._module_left_on_host(device) or _host_placement(node) or self._never_given(device):
                 return  # `.to("cpu")` of a host build copies nothing
             text = self.ctx.module.code_for_node(device)
             rest = [a for a in node.args if a.value is not device and a is not dev_kw]
@@ -470,6 +492,12 @@ class HostAllocThenMove(Rule):
         what = ", ".join(f"`{n}(...)`" for n in names)
         return (f"`{short(self.ctx.module.code_for_node(expr), 50)}` is built on the host from {what} and then "
                 f"copied to {where}; build it there (`device=`)")
+
+    def _never_given(self, device: cst.BaseExpression) -> bool:
+        """``.to(device)`` where ``device`` is a ``None``-default parameter that every call in
+        the file leaves ``None`` (``RotaryEmbedding(dim)`` for ``__init__(self, dim, device=None)``):
+        ``.to(None)`` copies nothing."""
+        return isinstance(device, cst.Name) and none_in_every_call(self.facts, self.t.function, device.value)
 
     def _module_left_on_host(self, device: cst.BaseExpression) -> bool:
         """``model.device`` where this scope builds ``model`` (a class call, maybe placed with

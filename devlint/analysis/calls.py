@@ -299,6 +299,27 @@ def default_is_dead(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:
     return all(f.bound_arg(call, param.name.value) not in (None, UNKNOWN) for call, _ in sites)
 
 
+def none_in_every_call(facts, fn: Optional[cst.FunctionDef], name: str) -> bool:
+    """``name`` is a parameter of ``fn`` that defaults to ``None``, is never rebound in it, and
+    every call of ``fn`` in the file (at least one, all known) leaves it at ``None``: the
+    ``rotary = RotaryEmbedding(dim)`` of ``def __init__(self, dim, device=None)``."""
+    if fn is None or name in facts.rebound.get(fn, ()):
+        return False
+    param = next((p for p in own_params(fn) if p.name.value == name), None)
+    if param is None or not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+        return False
+    g = call_graph(facts)
+    sites = g.callers_of(fn)
+    if not sites:
+        return False
+    f = g.func_of_node[fn]
+    for call, _ in sites:
+        arg = f.bound_arg(call, name)
+        if arg is UNKNOWN or not (arg is None or (isinstance(arg, cst.Name) and arg.value == "None")):
+            return False
+    return True
+
+
 # command-line runners and decorators that call a function with its defaults filled in from
 # the command line (a default left alone there is what a user runs)
 _CLI_RUNNERS = frozenset({"Fire", "run", "cli", "CLI", "bind", "parse"})
