@@ -220,6 +220,9 @@ class HardcodedCuda(Rule):
         "    if state.distributed_type == DistributedType.MULTI_GPU:\n        return torch.ones(1).cuda()\n",
         # a loss without a weight tensor has nothing to move: `.cuda()` on it never touches CUDA
         "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda()\n",
+        # either of two modules that hold nothing
+        "import sys\nimport torch.nn as nn\ncriterion = nn.NLLLoss() if len(sys.argv) > 1 else nn.CrossEntropyLoss()\n"
+        "criterion = criterion.cuda(0)\n",
         # a `None` default filled with CUDA in the body is judged as a default: no call leaves it
         "import torch\ndef feature(n, device=None):\n    if device is None:\n        device = 'cuda'\n"
         "    return torch.ones(n).to(device)\ndef run(dev):\n    return feature(3, dev)\n",
@@ -320,6 +323,10 @@ class HardcodedCuda(Rule):
         "        return m\n",
     ]
     INVALID = [
+        # ... but one of the two holds a weight buffer: that one moves
+        Invalid("import sys\nimport torch\nimport torch.nn as nn\n"
+                "criterion = nn.NLLLoss() if len(sys.argv) > 1 else nn.CrossEntropyLoss(weight=torch.ones(3))\n"
+                "criterion = criterion.cuda(0)\n"),
         Invalid(
             "import torch\nx = torch.ones(2).cuda()\n",
             "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
@@ -818,10 +825,14 @@ class HardcodedCuda(Rule):
         """``nn.CrossEntropyLoss()``, ``nn.LogSoftmax(dim=1)``, ``crit`` bound once to one: a
         torch.nn loss without a ``weight`` tensor (which would be a buffer), an activation,
         pooling or dropout layer whatever its settings, or a container built empty holds no
-        parameter or buffer, so ``.cuda()`` on it moves nothing and never touches CUDA."""
+        parameter or buffer, so ``.cuda()`` on it moves nothing and never touches CUDA; so does
+        a choice between two such modules (``A() if cond else B()``)."""
         if isinstance(expr, cst.Name):
-            value = self.facts.values.sole_value(expr.value, self.t.scope)
-            return value is not None and not isinstance(value, cst.Name) and self._stateless_module(value)
+            # every binding holds nothing (`crit = crit.cuda(gpu)` moves it: no other binding)
+            values = self.facts.values.bound_values(expr.value, self.t.scope)
+            return bool(values) and all(not isinstance(v, cst.Name) and self._stateless_module(v) for v in values)
+        if isinstance(expr, cst.IfExp):  # `A() if softmax else B(n)`: whichever is built holds nothing
+            return self._stateless_module(expr.body) and self._stateless_module(expr.orelse)
         if not isinstance(expr, cst.Call):
             return False
         if isinstance(expr.func, cst.Name) and self.facts.stateless_module(expr.func.value):

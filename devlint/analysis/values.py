@@ -310,6 +310,12 @@ class ValueModel:
         self.values.setdefault((key_scope, d), []).append(value)
         self.add(key_scope, d, self.value_kind(value, scope, cls))
 
+    def bound_values(self, name: str, scope) -> Optional[list]:
+        """Every value ``name = value`` binds in ``scope``, when those are all its bindings; a
+        move of the name itself (``crit = crit.cuda(gpu)``) keeps what it is and is left out."""
+        vals = [v for v in self.values.get((scope, name), ()) if not _self_conversion(name, v)]
+        return vals if vals and self._binds.get((scope, name)) == len(vals) else None
+
     def sole_value(self, name: str, scope) -> Optional[cst.BaseExpression]:
         """The value of ``name = value`` when that is the name's only binding in ``scope``."""
         vals = self.values.get((scope, name))
