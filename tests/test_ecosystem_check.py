@@ -6,6 +6,7 @@ committed labels are facts about lines: no source text."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,9 @@ def test_committed_labels_are_facts_about_lines():
     records = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     assert len(records) >= 800
     for r in records:
-        assert set(r) == LABEL_KEYS, set(r) ^ LABEL_KEYS  # no source text travels with a label
+        # no source text travels with a label; `corrected` (LABELING.md) is the one optional key
+        assert LABEL_KEYS <= set(r) <= LABEL_KEYS | {"corrected"}, set(r) ^ LABEL_KEYS
+        assert re.match(r"20\d\d-\d\d-\d\d: ", r.get("corrected", "2000-01-01: "))
         assert isinstance(r["bug"], bool) and r["confidence"] in ("high", "medium")
         assert len(r["hash"]) == 8 and len(r["commit"]) == 40 and r["line"] >= 1
         assert r["source"] in ("finding", "sample") and r["why"]
