@@ -26,6 +26,10 @@ _DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
 _STATELESS_LAYERS = frozenset({"ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax",
                                "LogSoftmax", "Dropout", "Identity", "Flatten", "MaxPool2d", "AvgPool2d"})
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})  # stateless only when built empty
+# timm.loss classes that take no tensor argument: they hold a smoothing factor, a split count or
+# a plain `nn.CrossEntropyLoss()`, never a parameter or buffer (`BinaryCrossEntropy` takes weights)
+_TIMM_STATELESS_LOSSES = frozenset({"LabelSmoothingCrossEntropy", "SoftTargetCrossEntropy", "JsdCrossEntropy",
+                                    "AsymmetricLossMultiLabel", "AsymmetricLossSingleLabel"})
 
 # decorators declaring a command-line option (`default=` is what a run gets unless told otherwise)
 _OPTION_DECLARATIONS = frozenset({"click.option", "typer.Option"})
@@ -220,6 +224,9 @@ class HardcodedCuda(Rule):
         "    if state.distributed_type == DistributedType.MULTI_GPU:\n        return torch.ones(1).cuda()\n",
         # a loss without a weight tensor has nothing to move: `.cuda()` on it never touches CUDA
         "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda()\n",
+        # timm's label-smoothing / soft-target / JSD losses hold only numbers
+        "from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy\n"
+        "a = LabelSmoothingCrossEntropy(smoothing=0.1).cuda()\nb = SoftTargetCrossEntropy().cuda()\n",
         # either of two modules that hold nothing
         "import sys\nimport torch.nn as nn\ncriterion = nn.NLLLoss() if len(sys.argv) > 1 else nn.CrossEntropyLoss()\n"
         "criterion = criterion.cuda(0)\n",
@@ -323,6 +330,12 @@ class HardcodedCuda(Rule):
         "        return m\n",
     ]
     INVALID = [
+        # timm's binary cross-entropy may hold weight tensors
+        Invalid("import torch\nfrom timm.loss import BinaryCrossEntropy\n"
+                "bce = BinaryCrossEntropy(pos_weight=torch.ones(3)).cuda()\n",
+                "import torch\nfrom timm.loss import BinaryCrossEntropy\n\n"
+                "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "bce = BinaryCrossEntropy(pos_weight=torch.ones(3)).to(device)\n"),
         # ... but one of the two holds a weight buffer: that one moves
         Invalid("import sys\nimport torch\nimport torch.nn as nn\n"
                 "criterion = nn.NLLLoss() if len(sys.argv) > 1 else nn.CrossEntropyLoss(weight=torch.ones(3))\n"
@@ -826,7 +839,8 @@ class HardcodedCuda(Rule):
         torch.nn loss without a ``weight`` tensor (which would be a buffer), an activation,
         pooling or dropout layer whatever its settings, or a container built empty holds no
         parameter or buffer, so ``.cuda()`` on it moves nothing and never touches CUDA; so does
-        a choice between two such modules (``A() if cond else B()``)."""
+        a choice between two such modules (``A() if cond else B()``), and timm's label-smoothing,
+        soft-target and JSD losses."""
         if isinstance(expr, cst.Name):
             # every binding holds nothing (`crit = crit.cuda(gpu)` moves it: no other binding)
             values = self.facts.values.bound_values(expr.value, self.t.scope)
@@ -839,6 +853,8 @@ class HardcodedCuda(Rule):
             return True  # a Module (the file's or the project's) holding no parameter or buffer
         q = self.facts.qualname(expr.func) or ""
         last = q.rsplit(".", 1)[-1]
+        if q.startswith("timm.loss.") and last in _TIMM_STATELESS_LOSSES:
+            return True  # timm's losses keep only numbers (and torch.nn losses without a weight)
         if not q.startswith("torch.nn."):
             return False
         if last in _STATELESS_LAYERS:
