@@ -286,17 +286,24 @@ def _places_ref(call: cst.Call, refs: set) -> bool:
     return False
 
 
+def _args_at_every_call(facts, fn: cst.FunctionDef, name: str) -> Optional[list]:
+    """What each call of ``fn`` in the file binds to ``name`` (:meth:`Func.bound_arg`), or None
+    when there is no call or not every call is known."""
+    g = call_graph(facts)
+    sites = g.callers_of(fn)
+    if not sites:
+        return None
+    f = g.func_of_node[fn]
+    return [f.bound_arg(call, name) for call, _ in sites]
+
+
 def default_is_dead(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:
     """Every call of ``fn`` in the file passes ``param`` (at least one call, all known):
     its default never runs."""
     if not any(p is param for p in own_params(fn)):
         return False
-    g = call_graph(facts)
-    sites = g.callers_of(fn)
-    if not sites:
-        return False
-    f = g.func_of_node[fn]
-    return all(f.bound_arg(call, param.name.value) not in (None, UNKNOWN) for call, _ in sites)
+    args = _args_at_every_call(facts, fn, param.name.value)
+    return args is not None and all(a not in (None, UNKNOWN) for a in args)
 
 
 def none_in_every_call(facts, fn: Optional[cst.FunctionDef], name: str) -> bool:
@@ -308,16 +315,9 @@ def none_in_every_call(facts, fn: Optional[cst.FunctionDef], name: str) -> bool:
     param = next((p for p in own_params(fn) if p.name.value == name), None)
     if param is None or not (isinstance(param.default, cst.Name) and param.default.value == "None"):
         return False
-    g = call_graph(facts)
-    sites = g.callers_of(fn)
-    if not sites:
-        return False
-    f = g.func_of_node[fn]
-    for call, _ in sites:
-        arg = f.bound_arg(call, name)
-        if arg is UNKNOWN or not (arg is None or (isinstance(arg, cst.Name) and arg.value == "None")):
-            return False
-    return True
+    args = _args_at_every_call(facts, fn, name)
+    return args is not None and all(
+        a is None or (isinstance(a, cst.Name) and a.value == "None") for a in args)
 
 
 # command-line runners and decorators that call a function with its defaults filled in from
