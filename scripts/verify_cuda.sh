@@ -6,6 +6,7 @@
 #     bash scripts/verify_cuda.sh              # every chunk not yet passed, results under ${OUT:-verify-out}/
 #     bash scripts/verify_cuda.sh DL002 DL005  # only these chunks
 #     VERIFY_PLAN=1 bash scripts/verify_cuda.sh  # print the chunks and what is done; run nothing (no GPU needed)
+#     VERIFY_PLAN=selection bash scripts/verify_cuda.sh  # each pytest chunk's -k expression
 #
 # The work is cut in chunks, one per rule directory of tests/fixtures (each a few minutes),
 # `other` (the CUDA tests outside the fixture harness) and `transfers` (the copy table).
@@ -34,7 +35,18 @@ chunks=${*:-$(all_chunks)}
 
 status_of() { [ -f "$out/chunks/$1.status" ] && cat "$out/chunks/$1.status" || echo "to run"; }
 
-if [ -n "${VERIFY_PLAN:-}" ]; then
+selection() {  # chunk -> the pytest -k expression of its CUDA tests
+  case $1 in
+    # every CUDA test no rule chunk selects (a test whose id names no fixture directory)
+    other) echo "not ($(for d in tests/fixtures/DL*/; do printf '%s/ or ' "$(basename "$d")"; done | sed 's/ or $//'))" ;;
+    *) echo "$1/" ;;
+  esac
+}
+
+if [ "${VERIFY_PLAN:-}" = selection ]; then  # what each pytest chunk selects (tests/test_verification.py)
+  for c in $chunks; do [ "$c" = transfers ] || printf '%s\t%s\n' "$c" "$(selection "$c")"; done
+  exit 0
+elif [ -n "${VERIFY_PLAN:-}" ]; then
   for c in $chunks; do echo "$c: $(status_of "$c")"; done
   exit 0
 fi
@@ -64,16 +76,9 @@ run_chunk() {  # name -> writes chunks/<name>.log and .status
     transfers)
       timeout "$limit" python3 scripts/transfer_table.py --cuda --jobs "${VERIFY_JOBS:-8}" --out "$out/transfers.md" >"$log" 2>&1
       rc=$? ;;
-    other)
-      # every CUDA test no rule chunk selects (a test whose id names no fixture directory)
-      local rest
-      rest="not ($(for d in tests/fixtures/DL*/; do printf '%s/ or ' "$(basename "$d")"; done | sed 's/ or $//'))"
-      timeout "$limit" python3 -m pytest -vv --tb=long -rfEs -p no:cacheprovider $par -m cuda \
-        -k "$rest" $cuda_files >"$log" 2>&1
-      rc=$? ;;
     *)
       timeout "$limit" python3 -m pytest -vv --tb=long -rfEs -p no:cacheprovider $par -m cuda \
-        -k "$c/" $cuda_files >"$log" 2>&1
+        -k "$(selection "$c")" $cuda_files >"$log" 2>&1
       rc=$? ;;
   esac
   # pytest exits 5 when a chunk holds no CUDA test (a rule whose fixtures have none)

@@ -83,3 +83,28 @@ def test_verify_script_plans_resumable_chunks_without_cuda(tmp_path):
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "verify_cuda.sh"), "DL002", "DL005"],
                           capture_output=True, text=True, timeout=60, env=env)
     assert proc.stdout.splitlines() == ["DL002: passed", "DL005: to run"]
+
+
+def _collected(args: list) -> set:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "-m", "cuda", *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode in (0, 5), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return {ln for ln in proc.stdout.splitlines() if "::" in ln}
+
+
+def test_every_cuda_test_falls_in_one_chunk():
+    """A first GPU run found the `other` chunk selecting nothing (`-k "not DL0"` matched the test
+    files' own names): the chunks' selections must cover the CUDA tests, each test once."""
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "verify_cuda.sh")], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, VERIFY_PLAN="selection"), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    chunks = dict(line.split("\t", 1) for line in proc.stdout.splitlines())
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+                   if "mark.cuda" in p.read_text(encoding="utf-8"))
+    everything = _collected(files)
+    # the rule chunks' ids are disjoint by construction (`DL001/` ...): one collection for them all
+    rules = _collected(["-k", " or ".join(v for k, v in chunks.items() if k != "other"), *files])
+    other = _collected(["-k", chunks["other"], *files])
+    assert other, "the `other` chunk selects no test"
+    assert not rules & other
+    assert rules | other == everything
