@@ -34,7 +34,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 24
+SUMMARY_VERSION = 25
 
 
 @dataclass(frozen=True)
@@ -753,6 +753,9 @@ def _host_copy(e: ast.AST) -> bool:
 
 _OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
 _SAVE_WORDS = (b"save(",)
+# a Cog (Replicate) predictor and its build file's GPU switch (`build:` / `  gpu: true`)
+_COG_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+cog[ \t]+import|import[ \t]+cog\b)", re.M)
+_COG_GPU = re.compile(rb"^[ \t]+gpu:[ \t]*true[ \t]*(?:#.*)?\r?$", re.M | re.I)
 _AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group", b"faiss")
 _INIT_WORDS = (b"init_process_group",)
 # DL005 asks about `torch.load` / `torch.jit.load` calls only: a file that spells none (however it
@@ -2148,6 +2151,8 @@ class ProjectIndex:
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
             gpu_files = frozenset(saves) - host_files
             host_program = bool(all_saves) and all(all_saves)
+        if need_cuda and not cuda_only and self._cog_gpu(path, source):
+            cuda_only = True
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             gpu_files=gpu_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
@@ -2158,6 +2163,22 @@ class ProjectIndex:
                             cuda_imports=need_cuda and self._imports_cuda_only(path, source),
                             dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
                             checkpoint_paths=frozenset(paths), imported=reused)
+
+    def _cog_gpu(self, path: str, source: bytes) -> bool:
+        """A Cog predictor (``from cog import BasePredictor``) of a project whose ``cog.yaml``
+        builds a GPU image (``build: gpu: true``): Cog runs it only in that container, so it is
+        CUDA-only by the project's own declaration (the nearest ``cog.yaml`` up to the root)."""
+        if _COG_IMPORT.search(source) is None:
+            return False
+        d = os.path.dirname(os.path.abspath(path))
+        while os.path.commonpath([d, self.root]) == self.root:
+            text = self._text(os.path.join(d, "cog.yaml"))
+            if text is not None:
+                return _COG_GPU.search(text[1]) is not None
+            if d == self.root:
+                break
+            d = os.path.dirname(d)
+        return False
 
     def _imported(self, path: str) -> bool:
         """Another project module imports ``path`` (read off the text first, then resolved)."""

@@ -272,6 +272,35 @@ def test_a_mining_script_that_can_run_without_a_gpu_keeps_its_findings(tmp_path,
     assert ("mine.py", 6, "DL002") in lint(tmp_path, monkeypatch, "mine.py")
 
 
+PREDICTOR = ("import torch\nfrom cog import BasePredictor, Input\n\nclass Predictor(BasePredictor):\n"
+             "    def setup(self):\n        self.net = torch.nn.Linear(4, 4).cuda()\n\n"
+             "    def predict(self, n: int = Input(default=1)) -> float:\n"
+             "        return self.net(torch.ones(n, 4).cuda()).sum().item()\n")
+COG_GPU = "build:\n  gpu: true\n  python_version: \"3.10\"\npredict: \"predict.py:Predictor\"\n"
+
+
+def test_a_cog_predictor_built_for_a_gpu_is_cuda_only(tmp_path, monkeypatch):
+    """Cog runs `predict.py` only in the image `cog.yaml` builds; `gpu: true` makes it a GPU one."""
+    write(tmp_path, {"cog.yaml": COG_GPU, "predict.py": PREDICTOR, "demo.py": "import torch\nnet = torch.nn.Linear(2, 2).cuda()\n"})
+    found = lint(tmp_path, monkeypatch)
+    # the portability findings go; the host build copied to the GPU (DL007) is still a wasted copy
+    assert [f for f in found if f[0] == "predict.py"] == [("predict.py", 9, "DL007")]
+    assert ("demo.py", 2, "DL002") in found  # not a predictor: runs wherever it is started
+
+
+@pytest.mark.parametrize("cog", [COG_GPU.replace("gpu: true", "gpu: false"), None])
+def test_a_cog_predictor_without_a_gpu_image_keeps_its_findings(tmp_path, monkeypatch, cog):
+    write(tmp_path, {"predict.py": PREDICTOR, **({"cog.yaml": cog} if cog else {})})
+    assert ("predict.py", 6, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_cache_follows_an_edit_of_cog_yaml(tmp_path, monkeypatch):
+    write(tmp_path, {"cog.yaml": COG_GPU, "predict.py": PREDICTOR})
+    assert [f for f in lint(tmp_path, monkeypatch, cache=True) if f[2] == "DL002"] == []
+    write(tmp_path, {"cog.yaml": COG_GPU.replace("gpu: true", "gpu: false")})
+    assert ("predict.py", 6, "DL002") in lint(tmp_path, monkeypatch, cache=True)
+
+
 SPLITS = ("import torch\n\ndef split_batch(batch):\n    return batch[:, :-1], batch[:, -1:]\n\n"
           "def fields(batch):\n    return batch['x'], batch['y']\n")
 MOVES = ("import torch\nfrom utils import split_batch, fields\nimport utils\n\n"
