@@ -24,6 +24,7 @@ asked across files; a new one is a field of :class:`ProjectFacts`, a line of
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import hashlib
 import json
@@ -34,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 25
+SUMMARY_VERSION = 26
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,11 @@ class ProjectFacts:
     # asked only of a script that names no device and defines classes: another project module
     # imports it (its classes may be built and moved there)
     imported: bool = False
+    # this file's top-level functions and classes whose every use in the project (a call, or the
+    # name handed on) sits where CUDA is required anyway: in a script that requires CUDA first
+    # thing, in a program built on a CUDA-only package, or in another such function; at least one
+    # use, none in a notebook or a package's exports (``"prepare_batch"``, ``"MatchingNetwork"``)
+    cuda_callers: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -117,7 +123,7 @@ class ProjectFacts:
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
-                or bool(self.checkpoint_paths) or self.imported)
+                or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -126,7 +132,7 @@ class ProjectFacts:
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
-                     sorted(self.savers), sorted(self.checkpoint_paths), self.imported))
+                     sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -1220,6 +1226,8 @@ class ProjectIndex:
         self._class_memo: dict = {}  # (path, text hash) -> (classes, torch aliases)
         self._calls_memo: dict = {}  # (path, text hash) -> _Calls
         self._ensures_memo: dict = {}  # (path, function) -> requires CUDA, through other modules too
+        self._callers_memo: dict = {}  # (path, name) -> (run, every use of it requires CUDA anyway)
+        self._notebooks: list = []  # every notebook of the project, listed with the Python files
         self._recs: list = []  # dependency sets being recorded (innermost last)
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
@@ -1685,12 +1693,15 @@ class ProjectIndex:
 
     def _walk_files(self) -> list:
         out: list = []
+        notebooks: list = []
         for d, dirs, files in os.walk(self.root):
             dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
             self._note(d, _stamp(d))
             out += [os.path.join(d, f) for f in sorted(files) if f.endswith(".py")]
+            notebooks += [os.path.join(d, f) for f in sorted(files) if f.endswith(".ipynb")]
             if len(out) > 5000:
                 break
+        self._notebooks = notebooks
         return out
 
     def _default_left(self, path: str, callee: str, param: str, pos: Optional[int]) -> bool:
@@ -1803,6 +1814,88 @@ class ProjectIndex:
                 if (a or n) == head and "." not in rest:  # `from memory import Bank`: `Bank.mine`
                     return self.function_ensures(target, f"{n}.{rest}", depth)
         return False
+
+    # ---- who uses a function: only code that requires CUDA anyway ----------------------
+    def cuda_callers(self, path: str, source: bytes) -> frozenset:
+        """ProjectFacts.cuda_callers: of the top-level functions and classes of ``path`` whose
+        code names CUDA, those every use of which in the project runs only where CUDA is
+        (:meth:`_only_cuda_uses`). Not asked of a large library (more than
+        ``_WHOLE_PROJECT_FILES`` modules), whose users are mostly elsewhere."""
+        tops = _top_starts(source)[0]
+        wanted = []
+        for i, start in enumerate(tops):
+            head = _TOP_HEAD.match(source, start)
+            if head is not None and b"cuda" in source[start:tops[i + 1] if i + 1 < len(tops) else len(source)]:
+                wanted.append(head.group(1).decode())
+        if not wanted or len(self._project_files()) > _WHOLE_PROJECT_FILES:
+            return frozenset()
+        public = _quoted_in_all(source)
+        return frozenset(n for n in wanted if n not in public and self._only_cuda_uses(path, n, 3))
+
+    def _only_cuda_uses(self, path: str, name: str, depth: int) -> bool:
+        """Every use of the top-level ``name`` of the module at ``path`` (other than its own
+        definition, an import or a comment) sits in code that runs only where CUDA is, and
+        there is one: a script body that requires CUDA first thing (:meth:`script_requires_cuda`),
+        a module built on a CUDA-only package (``cuda_imports``), or a function that requires
+        CUDA itself or is used only so (through ``depth`` such steps). A use in a notebook or
+        in a package's ``__init__`` (an export, for callers the project does not show) vouches
+        for nothing; nor does a use the text cannot place."""
+        key = (path, name)
+        hit = self._callers_memo.get(key)
+        if hit is not None and hit[0] == _RUN[0] is not None:
+            self._replay(("callers", key))
+            return hit[1]
+        if depth <= 0:
+            return False
+        self._callers_memo[key] = (_RUN[0], False)  # a cycle of uses vouches for nothing
+        found = self._recorded(("callers", key), lambda: self._compute_only_cuda_uses(path, name, depth))
+        self._callers_memo[key] = (_RUN[0], found)
+        if _RUN[0] is None:
+            del self._callers_memo[key]  # outside a run, every question reads the files again
+        return found
+
+    def _compute_only_cuda_uses(self, path: str, name: str, depth: int) -> bool:
+        word = name.encode()
+        files = self._project_files()
+        for nb in self._notebooks:
+            text = self._text(nb)
+            if text is not None and re.search(rb"\b" + re.escape(word) + rb"\b", text[1]):
+                return False  # a notebook's cells run wherever its reader runs them
+        used = False
+        for other in files:
+            text = self._text(other)
+            if text is None or word not in text[1]:
+                continue
+            if other != path and not any(t == path for t, _n in self.imports(other)):
+                continue  # another object of the same name
+            if os.path.basename(other) in ("__init__.py", "hubconf.py") and other != path \
+                    and re.search(rb"\b" + re.escape(word) + rb"\b", text[1]):
+                return False  # a package's export, torch.hub's entry point: their users are elsewhere
+            contexts = _uses(text[1], name)
+            if other == path:
+                contexts.discard(name)  # (its own recursion)
+            if not contexts:
+                continue
+            used = True
+            if self._imports_cuda_only(other, text[1]):
+                continue  # the program cannot start without CUDA
+            for ctx in contexts:
+                if ctx is None:
+                    if not (text[0] and self._script_needs_cuda(other)):
+                        return False
+                elif not (self.function_ensures(other, ctx) or self.function_ensures(other, f"{ctx}.__init__")
+                          or self._only_cuda_uses(other, ctx, depth - 1)):
+                    return False  # (a class whose constructor requires CUDA runs its methods only there)
+        return used
+
+    def _script_needs_cuda(self, path: str) -> bool:
+        """Running the module at ``path`` as a script requires CUDA first thing: by its own code
+        (``assert torch.cuda.is_available()``) or through what it calls."""
+        if self._words(path, _AVAILABILITY_WORDS):
+            s = self.summary(path)
+            if s is not None and s.requires_cuda:
+                return True
+        return self.script_requires_cuda(path)
 
     def script_requires_cuda(self, path: str) -> bool:
         """Running the module at ``path`` as a script requires CUDA before it does its work:
@@ -2153,6 +2246,10 @@ class ProjectIndex:
             host_program = bool(all_saves) and all(all_saves)
         if need_cuda and not cuda_only and self._cog_gpu(path, source):
             cuda_only = True
+        cuda_imports = need_cuda and self._imports_cuda_only(path, source)
+        # DL002/DL004: functions of this file that only code requiring CUDA anyway uses
+        callers = (self.cuda_callers(path, source) if need_cuda and not (cuda_only or cuda_imports)
+                   and _TOP_DEF_OR_CLASS.search(source) else frozenset())
         return ProjectFacts(cuda_only=cuda_only, cuda_entry=frozenset(entry), host_files=host_files,
                             gpu_files=gpu_files,
                             host_program=host_program, module_bases=module_bases, nccl_only=nccl_only,
@@ -2160,9 +2257,9 @@ class ProjectIndex:
                             stateless_modules=stateless, extensions=extensions, placing=placing,
                             loader_params=loader_params,
                             gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
-                            cuda_imports=need_cuda and self._imports_cuda_only(path, source),
+                            cuda_imports=cuda_imports,
                             dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
-                            checkpoint_paths=frozenset(paths), imported=reused)
+                            checkpoint_paths=frozenset(paths), imported=reused, cuda_callers=callers)
 
     def _cog_gpu(self, path: str, source: bytes) -> bool:
         """A Cog predictor (``from cog import BasePredictor``) of a project whose ``cog.yaml``
@@ -2387,6 +2484,53 @@ def _top_definition(source: bytes, name: str) -> Optional[bytes]:
 
 
 _NEXT_TOP = re.compile(rb"^[^\s#)\]}]", re.M)  # (a closing bracket at column 0 ends a signature, not the def)
+
+
+# ---- where a module uses a name (ProjectFacts.cuda_callers) ----------------------------
+_TOP_DEF_OR_CLASS = re.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
+_TOP_HEAD = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
+_PAREN_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)", re.M)
+_DEFINES = re.compile(rb"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+$")
+_IMPORT_START = re.compile(rb"[ \t]*(?:from|import)[ \t]")
+
+
+@functools.lru_cache(maxsize=512)
+def _top_starts(source: bytes) -> tuple:
+    """The offsets of the lines that start a top-level statement (column 0, no comment or
+    closing bracket), and the spans of parenthesised imports."""
+    return (tuple(m.start() for m in _NEXT_TOP.finditer(source)),
+            tuple(m.span() for m in _PAREN_IMPORT.finditer(source)))
+
+
+def _quoted_in_all(source: bytes) -> frozenset:
+    """The names a module's ``__all__ = [...]`` lists: its public interface."""
+    m = re.search(rb"^__all__[ \t]*(?::[^=\n]*)?\+?=[ \t]*[\[(]([^\])]*)", source, re.M)
+    return frozenset(x.decode() for x in re.findall(rb"[\"'](\w+)[\"']", m.group(1))) if m else frozenset()
+
+
+def _uses(source: bytes, name: str) -> set:
+    """Where a module's text names ``name`` as a word, but in an import or a comment: the
+    top-level ``def`` / ``class`` each use sits in, ``None`` for the module's own level (a
+    script's body, a decorator, a table of callbacks). Text only: a string or docstring that
+    names it counts as a use (one more place to vouch for, never one less)."""
+    out: set = set()
+    tops, imports = _top_starts(source)
+    for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\b", source):
+        p = m.start()
+        line = source.rfind(b"\n", 0, p) + 1
+        head = source[line:p]
+        if head.lstrip().startswith(b"#") or _IMPORT_START.match(head) and b"(" not in head \
+                or _DEFINES.match(head):
+            continue  # a comment, an import, the definition itself
+        if any(a <= p < b for a, b in imports):
+            continue
+        i = bisect.bisect_right(tops, p) - 1
+        if i < 0 or tops[i] == line:  # a script's statement, a signature, a base class, a decorator
+            out.add(None)
+            continue
+        top = _TOP_HEAD.match(source, tops[i])
+        out.add(top.group(1).decode() if top is not None else None)
+    return out
 
 
 _CALLED = re.compile(rb"(?:^|[^\w.])(?:\w+\.)?(\w+)[ \t]*\(", re.M)

@@ -966,3 +966,56 @@ def test_an_import_in_try_is_mandatory_only_when_every_handler_raises():
     assert ["pkg._ext", 0, []] in _top_imports(src)
     fallback = src.replace(b"except OSError:\n    raise\n", b"except OSError:\n    _ext = None\n")
     assert ["pkg._ext", 0, []] not in _top_imports(fallback)
+
+
+# ---- a function the project uses only where CUDA is required anyway (cuda_callers) ----------
+CORE = ("import torch\n\n\ndef prepare_batch(x, y):\n    return x.cuda(), y.cuda()\n\n\n"
+        "def unused(x):\n    return x.cuda()\n")
+MODELS = ("import torch\nfrom torch import nn\n\n\nclass Inner(nn.Module):\n    def __init__(self):\n"
+          "        super().__init__()\n        self.h = nn.Parameter(torch.ones(2).cuda())\n\n\n"
+          "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+          "        self.inner = Inner()\n")
+NEEDS_GPU = ("import torch\nfrom fewshot.core import prepare_batch\nfrom fewshot.models import Outer\n\n"
+             "assert torch.cuda.is_available(), 'this experiment needs a GPU'\n\n"
+             "def step(x, y):\n    return prepare_batch(x, y)\n\n"
+             "model = Outer()\nprint(model, step(torch.ones(2), torch.ones(2)))\n")
+CPU_DEMO = ("import torch\nfrom fewshot.core import prepare_batch\n\nprint(prepare_batch(torch.ones(2), torch.ones(2)))\n")
+
+
+def cuda_callers_project(tmp_path, monkeypatch, cache=False, **extra):
+    files = {"pyproject.toml": "", "fewshot/__init__.py": "", "fewshot/core.py": CORE,
+             "fewshot/models.py": MODELS, "experiments/proto.py": NEEDS_GPU}
+    files.update(extra)
+    write(tmp_path, files)
+    return [f for f in lint(tmp_path, monkeypatch, cache=cache) if f[0].startswith("fewshot/") and f[2] == "DL002"]
+
+
+def test_a_helper_used_only_by_scripts_that_need_cuda_runs_only_on_gpus(tmp_path, monkeypatch):
+    """`prepare_batch` (another directory) is called only by an experiment that asserts CUDA
+    first thing, through a function of its own; `Inner` is built only by `Outer`, which only
+    that experiment builds. A helper never used at all keeps its finding."""
+    assert cuda_callers_project(tmp_path, monkeypatch) == [("fewshot/core.py", 9, "DL002")]
+
+
+NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": ["from fewshot.core import prepare_batch\n", "prepare_batch(a, b)\n"]}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.mark.parametrize("extra", [
+    {"demo.py": CPU_DEMO},  # a script that runs anywhere calls it too
+    {"demo.ipynb": NOTEBOOK},  # a notebook: runs where its reader runs it
+    {"fewshot/__init__.py": "from .core import prepare_batch\n"},  # an export: its users are not all here
+    {"fewshot/core.py": CORE + "\n__all__ = ['prepare_batch']\n"},  # its public interface
+    {"experiments/proto.py": NEEDS_GPU.replace("assert torch.cuda.is_available(), 'this experiment needs a GPU'\n", "")},
+], ids=["cpu-script", "notebook", "package-export", "__all__", "no-assert"])
+def test_a_helper_with_one_use_that_may_run_without_cuda_keeps_its_finding(tmp_path, monkeypatch, extra):
+    assert ("fewshot/core.py", 5, "DL002") in cuda_callers_project(tmp_path, monkeypatch, **extra)
+
+
+def test_cache_follows_a_new_use_of_a_helper_in_another_file(tmp_path, monkeypatch):
+    assert ("fewshot/core.py", 5, "DL002") not in cuda_callers_project(tmp_path, monkeypatch, cache=True)
+    write(tmp_path, {"experiments/demo.py": CPU_DEMO})
+    assert ("fewshot/core.py", 5, "DL002") in lint(tmp_path, monkeypatch, cache=True)
+    (tmp_path / "experiments" / "demo.py").unlink()
+    assert ("fewshot/core.py", 5, "DL002") not in lint(tmp_path, monkeypatch, cache=True)

@@ -996,7 +996,9 @@ class GuardModel:
         # or a base (this file's or the project's) does
         self.gpu_classes: set = set()
         self.cuda_extension = False  # an autograd.Function feeding a compiled CUDA kernel
-        self.cuda_only_functions: set = set()  # FunctionDefs that import a CUDA-only package
+        # FunctionDefs that run only with CUDA: they import a CUDA-only package or launch a Triton
+        # kernel, or the project uses them (or their class) only where CUDA is required anyway
+        self.cuda_only_functions: set = set()
         self.file_guarded = False
         self.spells_runtime = _RUNTIME_WORD.search(facts.source) is not None  # see calls_cuda_runtime
         self._scan(facts.module)
@@ -1004,6 +1006,8 @@ class GuardModel:
             self._scan_cuda_only_imports(facts.module)
         if b"triton" in facts.source and b"](" in facts.source:
             self._scan_triton_launches(facts.module)
+        if facts.project.cuda_callers:
+            self._used_only_with_cuda(facts.module, facts.project.cuda_callers)
         if facts.project.extensions and not self.file_guarded:
             self.file_guarded = self._imports_project_extension(facts.module, facts.project.extensions)
 
@@ -1113,6 +1117,15 @@ class GuardModel:
                             for st in line.body):
                         self.cuda_only_functions.add(n)
                         break
+
+    def _used_only_with_cuda(self, module: cst.Module, names: frozenset) -> None:
+        """Top-level functions and classes (every method) that the project uses only in code
+        requiring CUDA anyway (``ProjectFacts.cuda_callers``)."""
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in names:
+                self.cuda_only_functions.add(stmt)
+            elif isinstance(stmt, cst.ClassDef) and stmt.name.value in names:
+                self.cuda_only_functions.update(n for n in nodes(stmt, into_scopes=True) if type(n) is cst.FunctionDef)
 
     def _scan_triton_launches(self, module: cst.Module) -> None:
         """A function that launches a Triton kernel of the file (``kernel[grid](x, out, ...)``
