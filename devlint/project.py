@@ -35,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 26
+SUMMARY_VERSION = 27
 
 
 @dataclass(frozen=True)
@@ -725,6 +725,25 @@ def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None) -> bool:
     return bool(binds) and empty and bool(stored) and all(v is not None and _host_copy(v) for v in stored)
 
 
+def _host_mapped(load: ast.Call) -> bool:
+    """``torch.load(p, map_location="cpu")`` (also ``torch.device("cpu")``, ``{"cuda:0": "cpu"}``,
+    ``lambda storage, loc: storage``): every tensor it returns is on the host."""
+    m = next((k.value for k in load.keywords if k.arg == "map_location"),
+             load.args[1] if len(load.args) > 1 else None)
+    if m is None:
+        return False
+    if isinstance(m, ast.Call) and (_dotted(m.func) or "").endswith("device") and len(m.args) == 1:
+        m = m.args[0]
+    if isinstance(m, ast.Constant):
+        return m.value == "cpu"
+    if isinstance(m, ast.Dict):
+        return bool(m.values) and all(isinstance(v, ast.Constant) and v.value == "cpu" for v in m.values)
+    if isinstance(m, ast.Lambda):  # `lambda storage, loc: storage`: the storage as deserialised on the host
+        params = m.args.args
+        return bool(params) and isinstance(m.body, ast.Name) and m.body.id == params[0].arg
+    return False
+
+
 def _plain_number(e: ast.AST) -> bool:
     """``epoch + 1``, ``0.5``, ``"resnet"``, ``len(x)``, ``loss.item()``: a Python number or string,
     no tensor (a name alone is not: it may hold anything)."""
@@ -1039,8 +1058,8 @@ def summarize(source: bytes) -> Optional[Summary]:
             if not s.places and _places(node):
                 s.places = True
             d = _dotted(node.func) or ""
-            if d.endswith(("torch.load", "jit.load")):
-                loads = True
+            if d.endswith(("torch.load", "jit.load")) and not _host_mapped(node):
+                loads = True  # (what a script re-saves after a load mapped to the CPU is host data)
             if d in ("torch.save", "torch.jit.save") and node.args:
                 target = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "f"), None)
@@ -1879,6 +1898,10 @@ class ProjectIndex:
             used = True
             if self._imports_cuda_only(other, text[1]):
                 continue  # the program cannot start without CUDA
+            if b"is_available" in text[1] or b"device_count" in text[1]:
+                contexts = _unguarded_uses(text[1], name, contexts)
+                if other == path:
+                    contexts.discard(name)
             for ctx in contexts:
                 if ctx is None:
                     if not (text[0] and self._script_needs_cuda(other)):
@@ -2244,6 +2267,11 @@ class ProjectIndex:
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
             gpu_files = frozenset(saves) - host_files
             host_program = bool(all_saves) and all(all_saves)
+            if host_program and self._words(path, _SAVE_WORDS):
+                # ... and the file's own model checkpoints are part of its program too: one saved
+                # from the device (`save_checkpoint(net_g, ...)` of a GPU run) is no host data
+                own = self.summary(path)
+                host_program = own is None or all(host for _n, host, model, _e in own.saves if model)
         if need_cuda and not cuda_only and self._cog_gpu(path, source):
             cuda_only = True
         cuda_imports = need_cuda and self._imports_cuda_only(path, source)
@@ -2530,6 +2558,51 @@ def _uses(source: bytes, name: str) -> set:
             continue
         top = _TOP_HEAD.match(source, tops[i])
         out.add(top.group(1).decode() if top is not None else None)
+    return out
+
+
+def _unguarded_uses(source: bytes, name: str, contexts: set) -> set:
+    """:func:`_uses` without the uses inside a branch that runs only when CUDA is usable
+    (``if torch.cuda.is_available(): prepare(x)``, the ``else`` of ``if not ...``), read off the
+    module's ``ast`` (``contexts``, the text's answer, when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return contexts
+    out: set = set()
+
+    def visit(node: ast.AST, ctx, guarded: bool) -> None:
+        if isinstance(node, ast.If):
+            pol = _availability(node.test)
+            visit(node.test, ctx, guarded)
+            for s in node.body:
+                visit(s, ctx, guarded or pol > 0)
+            for s in node.orelse:
+                visit(s, ctx, guarded or pol < 0)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return
+        if not guarded and ((isinstance(node, ast.Name) and node.id == name)
+                            or (isinstance(node, ast.Attribute) and node.attr == name)
+                            or (isinstance(node, ast.Constant) and node.value == name)):
+            out.add(ctx)
+        for child in ast.iter_child_nodes(node):
+            visit(child, ctx, guarded)
+
+    for top in tree.body:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for d in top.decorator_list:
+                visit(d, None, False)
+            if isinstance(top, ast.ClassDef):
+                for b in (*top.bases, *top.keywords):
+                    visit(b, None, False)
+            else:
+                for d in (*top.args.defaults, *(x for x in top.args.kw_defaults if x is not None)):
+                    visit(d, None, False)
+            for s in top.body:
+                visit(s, top.name, False)
+        else:
+            visit(top, None, False)
     return out
 
 

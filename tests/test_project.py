@@ -109,12 +109,23 @@ def test_checkpoint_written_from_the_gpu_by_another_script(tmp_path, monkeypatch
     assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")
 
 
-def test_checkpoint_resaved_after_a_load_is_not_host_data(tmp_path, monkeypatch):
+@pytest.mark.parametrize("load", ["torch.load('in.pt')", "torch.load('in.pt', map_location=device)"])
+def test_checkpoint_resaved_after_a_load_is_not_host_data(tmp_path, monkeypatch, load):
     """A script that loads a checkpoint and saves it again passes on whatever it held."""
-    convert = ("import torch\n\nif __name__ == '__main__':\n    sd = torch.load('in.pt', map_location='cpu')\n"
+    convert = (f"import torch\n\nif __name__ == '__main__':\n    device = 'cuda'\n    sd = {load}\n"
                "    torch.save(sd, 'net.pt')\n")
     write(tmp_path, {"convert.py": convert, "eval.py": LOADS})
     assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")
+
+
+@pytest.mark.parametrize("mapped", ["'cpu'", "torch.device('cpu')", "lambda storage, loc: storage", "{'cuda:0': 'cpu'}"])
+def test_checkpoint_resaved_after_a_load_mapped_to_the_cpu_is_host_data(tmp_path, monkeypatch, mapped):
+    """A conversion script that loads with `map_location="cpu"` holds only host tensors: what it
+    saves again (a renamed state dict) loads anywhere."""
+    convert = (f"import torch\n\nif __name__ == '__main__':\n    sd = torch.load('in.pt', map_location={mapped})\n"
+               "    torch.save({k.replace('model.', ''): v for k, v in sd.items()}, 'net.pt')\n")
+    write(tmp_path, {"convert.py": convert, "eval.py": LOADS})
+    assert [f for f in lint(tmp_path, monkeypatch, "eval.py") if f[2] == "DL005"] == []
 
 
 def test_cache_follows_an_edit_of_an_imported_module(tmp_path, monkeypatch):
@@ -1019,3 +1030,29 @@ def test_cache_follows_a_new_use_of_a_helper_in_another_file(tmp_path, monkeypat
     assert ("fewshot/core.py", 5, "DL002") in lint(tmp_path, monkeypatch, cache=True)
     (tmp_path / "experiments" / "demo.py").unlink()
     assert ("fewshot/core.py", 5, "DL002") not in lint(tmp_path, monkeypatch, cache=True)
+
+
+GUARDED_DEMO = ("import torch\nfrom fewshot.core import prepare_batch\n\nx = torch.ones(2)\n"
+                "if torch.cuda.is_available():\n    x, _ = prepare_batch(x, x)\nprint(x)\n")
+
+
+def test_a_helper_called_only_where_cuda_is_usable_runs_only_on_gpus(tmp_path, monkeypatch):
+    """A script that runs anywhere but calls the helper only under `if torch.cuda.is_available():`."""
+    assert ("fewshot/core.py", 5, "DL002") not in cuda_callers_project(tmp_path, monkeypatch, **{"demo.py": GUARDED_DEMO})
+    inverted = GUARDED_DEMO.replace("if torch.cuda", "if not torch.cuda")
+    assert ("fewshot/core.py", 5, "DL002") in cuda_callers_project(tmp_path, monkeypatch, **{"demo.py": inverted})
+
+
+UTILS_SAVES = ("import torch\n\n\ndef save_checkpoint(model, path):\n    torch.save({'model': model.state_dict()}, path)\n\n\n"
+               "def load_checkpoint(path):\n    return torch.load(path)\n")
+COMPRESS = ("import sys\nimport torch\n\nif __name__ == '__main__':\n    sd = torch.load(sys.argv[1], map_location='cpu')\n"
+            "    torch.save({'model': sd['model']}, sys.argv[2])\n")
+
+
+def test_a_host_copy_beside_the_files_own_device_checkpoints_is_not_all_the_program_saves(tmp_path, monkeypatch):
+    """A sibling script re-saves checkpoints it loaded onto the CPU, but the module's own
+    `save_checkpoint` writes whatever device the model is on: its loads keep the finding."""
+    write(tmp_path, {"utils.py": UTILS_SAVES, "compress.py": COMPRESS})
+    assert ("utils.py", 9, "DL005") in lint(tmp_path, monkeypatch, "utils.py")
+    write(tmp_path, {"utils.py": UTILS_SAVES.replace("model.state_dict()", "model.cpu().state_dict()")})
+    assert ("utils.py", 9, "DL005") not in lint(tmp_path, monkeypatch, "utils.py")
