@@ -52,6 +52,10 @@ def cls(facts, name: str) -> cst.ClassDef:
     ("device.type == 'cuda'", 1),
     ("device.type != 'cuda'", -1),
     ("device == 'cpu'", -1),
+    ("device == torch.device('cuda')", 1),  # the device object, spelled as torch builds it
+    ("torch.device('cuda:0') != device", -1),
+    ("device == torch.device('cpu')", -1),
+    ("device == torch.device(name)", 0),
     ("torch.cuda.device_count() > 0", 1),
     ("torch.cuda.device_count() > rank", 1),
     ("torch.cuda.device_count() >= world_size", 1),

@@ -210,6 +210,8 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                 return _count_polarity(o, b)
         for a, b in ((left, right), (right, left)):
             sv = string_value(b)
+            if sv is None and isinstance(b, cst.Call) and len(b.args) == 1 and facts.is_torch(b.func, "torch.device"):
+                sv = string_value(b.args[0].value)  # `device == torch.device("cuda")`: as the string
             if sv is None:
                 continue
             if sv == "nccl" and isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
