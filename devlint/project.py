@@ -725,6 +725,16 @@ def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None) -> bool:
     return bool(binds) and empty and bool(stored) and all(v is not None and _host_copy(v) for v in stored)
 
 
+_STOP_WORDS = (b"assert", b"raise", b"exit", b"quit", b"abort")
+
+
+def _may_ensure(source: bytes) -> bool:
+    """A cheap gate before :func:`_ensures` reads a module's ``ast``: an NCCL group, faiss's GPU
+    API, or an availability check beside something that stops the program."""
+    return b"init_process_group" in source or b"faiss" in source or (
+        (b"is_available" in source or b"device_count" in source) and any(w in source for w in _STOP_WORDS))
+
+
 def _host_mapped(load: ast.Call) -> bool:
     """``torch.load(p, map_location="cpu")`` (also ``torch.device("cpu")``, ``{"cuda:0": "cpu"}``,
     ``lambda storage, loc: storage``): every tensor it returns is on the host."""
@@ -1878,9 +1888,9 @@ class ProjectIndex:
         files = self._project_files()
         for nb in self._notebooks:
             text = self._text(nb)
-            if text is not None and re.search(rb"\b" + re.escape(word) + rb"\b", text[1]):
+            if text is not None and word in text[1] and re.search(rb"\b" + re.escape(word) + rb"\b", text[1]):
                 return False  # a notebook's cells run wherever its reader runs them
-        used = False
+        users = []  # (module, its text, the places it uses the name)
         for other in files:
             text = self._text(other)
             if text is None or word not in text[1]:
@@ -1895,10 +1905,14 @@ class ProjectIndex:
                 contexts.discard(name)  # (its own recursion)
             if not contexts:
                 continue
-            used = True
             if self._imports_cuda_only(other, text[1]):
-                continue  # the program cannot start without CUDA
-            if b"is_available" in text[1] or b"device_count" in text[1]:
+                users.append((other, text, set()))  # the program cannot start without CUDA
+                continue
+            if None in contexts and not self._may_need_cuda(other, text[1]):
+                return False  # a script body where nothing (nor what it imports) checks for CUDA
+            users.append((other, text, contexts))
+        for other, text, contexts in users:
+            if contexts and (b"is_available" in text[1] or b"device_count" in text[1]):
                 contexts = _unguarded_uses(text[1], name, contexts)
                 if other == path:
                     contexts.discard(name)
@@ -1909,12 +1923,21 @@ class ProjectIndex:
                 elif not (self.function_ensures(other, ctx) or self.function_ensures(other, f"{ctx}.__init__")
                           or self._only_cuda_uses(other, ctx, depth - 1)):
                     return False  # (a class whose constructor requires CUDA runs its methods only there)
-        return used
+        return bool(users)
+
+    def _may_need_cuda(self, path: str, text: bytes) -> bool:
+        """A cheap gate before a script is parsed: it, or a project module it imports (through
+        three), names anything that can make it require CUDA (an availability check, an NCCL
+        group, faiss's GPU API)."""
+        if any(w in text for w in _AVAILABILITY_WORDS):
+            return True
+        return any(self._words(p, _AVAILABILITY_WORDS) for p in self.closure(path))
 
     def _script_needs_cuda(self, path: str) -> bool:
         """Running the module at ``path`` as a script requires CUDA first thing: by its own code
         (``assert torch.cuda.is_available()``) or through what it calls."""
-        if self._words(path, _AVAILABILITY_WORDS):
+        text = self._text(path)
+        if text is not None and _may_ensure(text[1]):
             s = self.summary(path)
             if s is not None and s.requires_cuda:
                 return True

@@ -983,7 +983,7 @@ def test_an_import_in_try_is_mandatory_only_when_every_handler_raises():
 CORE = ("import torch\n\n\ndef prepare_batch(x, y):\n    return x.cuda(), y.cuda()\n\n\n"
         "def unused(x):\n    return x.cuda()\n")
 MODELS = ("import torch\nfrom torch import nn\n\n\nclass Inner(nn.Module):\n    def __init__(self):\n"
-          "        super().__init__()\n        self.h = nn.Parameter(torch.ones(2).cuda())\n\n\n"
+          "        super().__init__()\n        self.fc = nn.Linear(2, 2).cuda()\n\n\n"
           "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
           "        self.inner = Inner()\n")
 NEEDS_GPU = ("import torch\nfrom fewshot.core import prepare_batch\nfrom fewshot.models import Outer\n\n"
@@ -1056,3 +1056,9 @@ def test_a_host_copy_beside_the_files_own_device_checkpoints_is_not_all_the_prog
     assert ("utils.py", 9, "DL005") in lint(tmp_path, monkeypatch, "utils.py")
     write(tmp_path, {"utils.py": UTILS_SAVES.replace("model.state_dict()", "model.cpu().state_dict()")})
     assert ("utils.py", 9, "DL005") not in lint(tmp_path, monkeypatch, "utils.py")
+
+
+def test_a_class_built_only_by_a_class_the_gpu_script_builds_keeps_its_finding_once_the_script_runs_anywhere(tmp_path, monkeypatch):
+    no_assert = NEEDS_GPU.replace("assert torch.cuda.is_available(), 'this experiment needs a GPU'\n", "")
+    found = cuda_callers_project(tmp_path, monkeypatch, **{"experiments/proto.py": no_assert})
+    assert ("fewshot/models.py", 8, "DL002") in found
