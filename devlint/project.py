@@ -35,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 27
+SUMMARY_VERSION = 28
 
 
 @dataclass(frozen=True)
@@ -855,7 +855,7 @@ def _places(call: ast.Call) -> bool:
 
 # A module none of whose lines can bear on a CUDA requirement or a checkpoint needs no parse:
 # its imports and whether it runs as a script are read off its text (most of a library).
-_NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|\.save\(|\.(?:pth|pt|ckpt)[\"']")
+_NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|is_initialized|\.save\(|\.(?:pth|pt|ckpt)[\"']")
 # a return of slices or torch results (see _tensor_returns): worth a parse
 _TENSOR_RETURN = re.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
                             re.M)
@@ -2250,6 +2250,10 @@ class ProjectIndex:
                     s = self.summary(p)
                     backends += s.backends if s is not None else [None]
             nccl_only = bool(backends) and all(b == "nccl" for b in backends)
+        if need_cuda and not nccl_only and b"init_process_group" not in source and _ASKS_DIST.search(source):
+            # a module asking about the process group that no script beside it starts: the groups
+            # the whole project starts (a training script in another directory), when it is small
+            nccl_only = self._project_nccl_only()
         host_files: frozenset = frozenset()
         gpu_files: frozenset = frozenset()
         host_program = False
@@ -2311,6 +2315,19 @@ class ProjectIndex:
                             cuda_imports=cuda_imports,
                             dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
                             checkpoint_paths=frozenset(paths), imported=reused, cuda_callers=callers)
+
+    def _project_nccl_only(self) -> bool:
+        """Every process group the project's modules start is an NCCL one, and there is one (not
+        asked of a library of more than ``_WHOLE_PROJECT_FILES`` modules, whose users start theirs)."""
+        files = self._project_files()
+        if len(files) > _WHOLE_PROJECT_FILES:
+            return False
+        backends: list = []
+        for p in files:
+            if self._words(p, _INIT_WORDS):
+                s = self.summary(p)
+                backends += s.backends if s is not None else [None]
+        return bool(backends) and all(b == "nccl" for b in backends)
 
     def _cog_gpu(self, path: str, source: bytes) -> bool:
         """A Cog predictor (``from cog import BasePredictor``) of a project whose ``cog.yaml``
@@ -2538,6 +2555,9 @@ _NEXT_TOP = re.compile(rb"^[^\s#)\]}]", re.M)  # (a closing bracket at column 0 
 
 
 # ---- where a module uses a name (ProjectFacts.cuda_callers) ----------------------------
+# a module asking whether (or how widely) a process group runs: `dist.is_initialized()`,
+# `get_world_size()`, `is_distributed()`, `world_size > 1`
+_ASKS_DIST = re.compile(rb"is_initialized|get_world_size|is_distributed|world_size[ \t]*>")
 _TOP_DEF_OR_CLASS = re.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
 _TOP_HEAD = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 _PAREN_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)", re.M)

@@ -1062,3 +1062,22 @@ def test_a_class_built_only_by_a_class_the_gpu_script_builds_keeps_its_finding_o
     no_assert = NEEDS_GPU.replace("assert torch.cuda.is_available(), 'this experiment needs a GPU'\n", "")
     found = cuda_callers_project(tmp_path, monkeypatch, **{"experiments/proto.py": no_assert})
     assert ("fewshot/models.py", 8, "DL002") in found
+
+
+IS_DISTRIBUTED = ("import torch.distributed as torch_dist\n\n\ndef is_distributed():\n"
+                "    return torch_dist.is_initialized()\n")
+REDUCE = ("import torch\nimport utils.distributed as dist\n\n\ndef validate(matrix):\n"
+          "    if dist.is_distributed():\n        matrix = torch.from_numpy(matrix).cuda()\n    return matrix\n")
+NCCL_TRAIN = ("import sys\nimport torch\nfrom core.function import validate\n\nif __name__ == '__main__':\n"
+          "    if len(sys.argv) > 1:\n        torch.distributed.init_process_group(backend='nccl', init_method='env://')\n"
+          "    print(validate(None))\n")
+
+
+@pytest.mark.parametrize("backend,reported", [("nccl", False), ("gloo", True)])
+def test_a_process_group_check_in_a_project_whose_only_groups_are_nccl_is_a_gpu_guard(tmp_path, monkeypatch, backend, reported):
+    """`if dist.is_distributed():` (a project helper, through a module alias) in a module no script
+    beside it imports: the project's one launcher (another directory) starts only NCCL groups."""
+    write(tmp_path, {"pyproject.toml": "", "utils/__init__.py": "", "utils/distributed.py": IS_DISTRIBUTED,
+                     "core/__init__.py": "", "core/function.py": REDUCE,
+                     "tools/train.py": NCCL_TRAIN.replace("'nccl'", repr(backend))})
+    assert (("core/function.py", 7, "DL002") in lint(tmp_path, monkeypatch)) is reported
