@@ -2565,7 +2565,7 @@ _DEFINES = re.compile(rb"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+$")
 _IMPORT_START = re.compile(rb"[ \t]*(?:from|import)[ \t]")
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=64)
 def _top_starts(source: bytes) -> tuple:
     """The offsets of the lines that start a top-level statement (column 0, no comment or
     closing bracket), and the spans of parenthesised imports."""
@@ -2632,6 +2632,14 @@ def _unguarded_uses(source: bytes, name: str, contexts: set) -> set:
         for child in ast.iter_child_nodes(node):
             visit(child, ctx, guarded)
 
+    try:
+        _visit_tops(tree, visit)
+    except RecursionError:  # (a pathologically deep expression: the text's answer stands)
+        return contexts
+    return out
+
+
+def _visit_tops(tree: ast.Module, visit) -> None:
     for top in tree.body:
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for d in top.decorator_list:
@@ -2646,7 +2654,6 @@ def _unguarded_uses(source: bytes, name: str, contexts: set) -> set:
                 visit(s, top.name, False)
         else:
             visit(top, None, False)
-    return out
 
 
 _CALLED = re.compile(rb"(?:^|[^\w.])(?:\w+\.)?(\w+)[ \t]*\(", re.M)

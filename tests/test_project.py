@@ -1081,3 +1081,9 @@ def test_a_process_group_check_in_a_project_whose_only_groups_are_nccl_is_a_gpu_
                      "core/__init__.py": "", "core/function.py": REDUCE,
                      "tools/train.py": NCCL_TRAIN.replace("'nccl'", repr(backend))})
     assert (("core/function.py", 7, "DL002") in lint(tmp_path, monkeypatch)) is reported
+
+
+def test_a_using_script_too_deep_for_the_ast_keeps_the_texts_answer(tmp_path, monkeypatch):
+    """A pathologically deep expression in a script that uses the helper: no crash, the finding stays."""
+    deep = GUARDED_DEMO + "y = " + " + ".join(["1"] * 3000) + "\nprint(prepare_batch(x, x))\n"
+    assert ("fewshot/core.py", 5, "DL002") in cuda_callers_project(tmp_path, monkeypatch, **{"demo.py": deep})
