@@ -35,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 28
+SUMMARY_VERSION = 29
 
 
 @dataclass(frozen=True)
@@ -670,11 +670,51 @@ def _top_level(body: list):
 _CHECKPOINT_FILE = re.compile(rb"\.(?:pth|pt|ckpt|pkl|bin|tar)[\"']")
 
 
+_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
+_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdifrx]")
+
+
+def name_template(fmt: str, style: str) -> Optional[str]:
+    """The file name a formatted path ends in, its fields as ``*``: ``"{}/utt2embedding.pt"``
+    (``str.format``), ``"%s/clean_data_%s_%s.pth"`` (``%``), an f-string's text with its fields
+    already ``*``. ``None`` when too little of the name is spelled to tell one file from
+    another (``"%s.pth"``, ``"{}_{}.pt"``): at least three letters or digits besides the
+    extension."""
+    if style == "format":
+        fmt = _FORMAT_FIELD.sub("*", fmt.replace("{{", "(").replace("}}", ")"))
+    elif style == "percent":
+        fmt = _PERCENT_FIELD.sub("*", fmt.replace("%%", "%"))
+    name = fmt.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return name if len(re.sub(r"[^A-Za-z0-9]", "", stem)) >= 3 else None
+
+
+def same_file(a: str, b: str) -> bool:
+    """Two spelled file names name the same file: equal, or one a template (``*`` fields)
+    the other fills in."""
+    if a == b:
+        return True
+    if "*" not in a and "*" not in b:
+        return False
+    for t, n in ((a, b), (b, a)):
+        if "*" in t and re.fullmatch(".+?".join(re.escape(x) for x in t.split("*")), n):
+            return True
+    return False
+
+
 def _save_name(target: ast.AST) -> Optional[str]:
     """The file name a save/load path ends in, when the code spells it: ``"m.pt"``,
-    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"``, ``f"{d}/m.pt"``, ``out_dir / "m.pt"`` (pathlib)."""
+    ``os.path.join(d, "m.pt")``, ``d + "/m.pt"``, ``f"{d}/m.pt"``, ``out_dir / "m.pt"`` (pathlib),
+    and formatted names as templates (:func:`name_template`): ``"{}/m.pt".format(d)``,
+    ``"%s/m_%d.pt" % (d, i)``, ``f"{d}/m_{i}.pt"``."""
     if isinstance(target, ast.Constant) and isinstance(target.value, str):
         return os.path.basename(target.value) or None
+    if (isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr == "format"
+            and isinstance(target.func.value, ast.Constant) and isinstance(target.func.value.value, str)):
+        return name_template(target.func.value.value, "format")
+    if (isinstance(target, ast.BinOp) and isinstance(target.op, ast.Mod) and isinstance(target.left, ast.Constant)
+            and isinstance(target.left.value, str)):
+        return name_template(target.left.value, "percent")
     if isinstance(target, ast.Call) and target.args and (_dotted(target.func) or "").endswith("join"):
         return _save_name(target.args[-1])
     if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add):
@@ -683,8 +723,8 @@ def _save_name(target: ast.AST) -> Optional[str]:
             and isinstance(target.right.value, str)):
         return _save_name(target.right)  # a pathlib join: only a string on the right of `/` is one
     if isinstance(target, ast.JoinedStr) and target.values and isinstance(target.values[-1], ast.Constant):
-        tail = str(target.values[-1].value)
-        return tail.rsplit("/", 1)[-1] or None if "/" in tail else None  # whole only after a "/"
+        return name_template("".join(str(v.value) if isinstance(v, ast.Constant) else "*" for v in target.values),
+                             "fstring")
     return None
 
 

@@ -68,7 +68,11 @@ class LoadWithoutMapLocation(Rule):
     Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`;
     a literal path written from a model never moved to a device) and loads in a
     dataset class (a cache of host data) are not flagged: there is nothing to map
-    (facts: `devlint/analysis/checkpoints.py`).
+    (facts: `devlint/analysis/checkpoints.py`). Another script of the project counts the
+    same way when it saves the file under the name the load spells, a formatted name
+    matched as a template (`'{}/utt2embedding.pt'.format(args.dir)` saved,
+    `'{}/utt2embedding.pt'.format(args.src_dir)` loaded); a template that spells fewer than
+    three letters of the name (`'%s.pth' % name`) links nothing.
     It is safe when the loaded object goes straight into `.load_state_dict(...)`:
     `load_state_dict` copies into the module's existing tensors, so where the
     checkpoint is materialised changes nothing but peak memory. Otherwise it is

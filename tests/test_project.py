@@ -969,6 +969,47 @@ def test_a_pathlib_save_names_its_file_for_the_loads_of_other_scripts(tmp_path, 
     assert ("finetune.py", 6, "DL005") in lint(tmp_path, monkeypatch)
 
 
+EXTRACT = ("import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--dir')\n"
+           "args = parser.parse_args()\nemb = {}\nfor utt in ['a', 'b']:\n    emb[utt] = [0.1, 0.2]\n"
+           "torch.save(emb, SAVE)\n")
+MAKE_LIST = ("import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--src')\n"
+             "args = parser.parse_args()\nemb = torch.load(LOAD)\nprint(len(emb))\n")
+
+
+@pytest.mark.parametrize("save, load", [
+    ("'{}/utt2embedding.pt'.format(args.dir)", "'{}/utt2embedding.pt'.format(args.src)"),
+    ("'%s/emb_%s.pth' % (args.dir, 'x')", "args.src + 'emb_%s.pth' % 'x'"),
+    ("f'{args.dir}/emb_{1}.pth'", "'%s/emb_%d.pth' % (args.src, 1)"),
+    ("f'{args.dir}/emb_{1}.pth'", "args.src + '/emb_1.pth'"),
+])
+def test_a_formatted_file_name_links_a_host_save_to_its_loads(tmp_path, monkeypatch, save, load):
+    """CosyVoice's shape: one tool writes `'{}/utt2embedding.pt'.format(args.dir)` from host
+    data (a dict of Python lists), a sibling loads `'{}/utt2embedding.pt'.format(args.src_dir)`.
+    The formatted names match as templates, their fields as wildcards. Trap: the same tool
+    saving a model moved to the GPU keeps the finding."""
+    write(tmp_path, {"extract.py": EXTRACT.replace("SAVE", save), "make_list.py": MAKE_LIST.replace("LOAD", load)})
+    assert [f for f in lint(tmp_path, monkeypatch, "make_list.py") if f[2] == "DL005"] == []
+    gpu = EXTRACT.replace("SAVE", save).replace("emb = {}\n", "emb = {}\nnet = torch.nn.Linear(2, 2).cuda()\n")
+    gpu = gpu.replace("torch.save(emb,", "torch.save(net.state_dict(),")
+    write(tmp_path, {"extract.py": gpu})
+    assert ("make_list.py", 7, "DL005") in lint(tmp_path, monkeypatch, "make_list.py")
+
+
+def test_a_template_that_spells_too_little_of_the_name_links_nothing(tmp_path, monkeypatch):
+    """`'%s.pth' % name` could be any checkpoint of the project: a host save under it says
+    nothing about a load of `'{}.pth'.format(other)`."""
+    from devlint.project import name_template, same_file
+
+    assert name_template("%s.pth", "percent") is None and name_template("{}_{}.pt", "format") is None
+    assert name_template("{}/utt2embedding.pt", "format") == "utt2embedding.pt"
+    assert name_template("%s/clean_%s_%d.pth", "percent") == "clean_*_*.pth"
+    assert same_file("clean_*_*.pth", "clean_a_1.pth") and not same_file("clean_*_*.pth", "noisy_a_1.pth")
+    write(tmp_path, {"extract.py": EXTRACT.replace("SAVE", "'%s.pth' % args.dir"),
+                     "other.py": "import torch\nnet = torch.nn.Linear(2, 2).cuda()\ntorch.save(net, 'model.pth')\n",
+                     "make_list.py": MAKE_LIST.replace("LOAD", "'{}.pth'.format(args.src)")})
+    assert ("make_list.py", 7, "DL005") in lint(tmp_path, monkeypatch, "make_list.py")
+
+
 def test_an_import_in_try_is_mandatory_only_when_every_handler_raises():
     from devlint.project import _top_imports
 

@@ -29,6 +29,7 @@ import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
 from devlint.facts import call_arg, dotted
+from devlint.project import name_template, same_file
 from devlint.syntax import bound_names, names_read
 from devlint.walk import nodes, visit_batched
 
@@ -572,6 +573,16 @@ def file_name(expr: cst.BaseExpression) -> Optional[str]:
         return file_name(expr.right)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide) and _string(expr.right) is not None:
         return file_name(expr.right)  # a pathlib join: only a string on the right of `/` is one
+    # formatted names, as templates with `*` fields (the project index spells saves the same way)
+    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format"
+            and _string(expr.func.value) is not None):
+        return name_template(_string(expr.func.value), "format")
+    if (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
+            and _string(expr.left) is not None):
+        return name_template(_string(expr.left), "percent")
+    if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[-1], cst.FormattedStringText):
+        return name_template("".join(part.value if isinstance(part, cst.FormattedStringText) else "*"
+                                     for part in expr.parts), "fstring")
     return None
 
 
@@ -607,8 +618,10 @@ def project_holds_host(path: cst.BaseExpression, project) -> bool:
     if not project:
         return False
     name = file_name(path)
-    if name is not None and (name in project.host_files or name in project.gpu_files):
-        return name in project.host_files
+    if name is not None:
+        gpu = any(same_file(name, n) for n in project.gpu_files)
+        if gpu or any(same_file(name, n) for n in project.host_files):
+            return not gpu
     return project.host_program
 
 
