@@ -642,10 +642,13 @@ def _calls_summary(source: bytes) -> Optional[_Calls]:
         if isinstance(c, ast.ClassDef):
             funcs.update({f"{c.name}.{m.name}": m for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))})
     ensuring: set = set()
-    for _ in range(2):
+    for _ in range(2):  # a second pass only where the first found one (its callers may follow)
+        before = len(ensuring)
         for name, fn in funcs.items():
             if name not in ensuring and _ensures(fn.body, True, ensuring):
                 ensuring.add(name)
+        if len(ensuring) == before:
+            break
     return _Calls(set(funcs), ensuring, {name: _first_calls(fn.body, True) for name, fn in funcs.items()},
                   _first_calls(tree.body, False))
 
@@ -1132,9 +1135,12 @@ def summarize(source: bytes) -> Optional[Summary]:
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     ensuring: set = set()
     for _ in range(2):  # a function calling one that requires CUDA requires it too
+        before = len(ensuring)
         for fn in funcs:
             if fn.name not in ensuring and _ensures(fn.body, True, ensuring):
                 ensuring.add(fn.name)
+        if len(ensuring) == before:  # nothing new: a second pass would find nothing either
+            break
     s.cuda_functions = sorted(ensuring)
     s.backends = _backends(tree, b"set_device" in source, flat) if b"init_process_group" in source else []
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
