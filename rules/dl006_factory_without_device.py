@@ -95,6 +95,8 @@ class FactoryWithoutDevice(Rule):
     (`idx = torch.arange(n)` then `if x.is_cuda: idx = idx.cuda()`). Values that are right
     on the host are not flagged either: a factory (or the name it is bound to) only used
     as an index or slice, iterated in Python, read back with `.item()`/`.tolist()`/`int()`,
+    also through steps of the same value under its own name (`pos = torch.rand(1) * n`,
+    `pos = torch.floor(pos[0]).long()`, then only `x[:, pos:pos + k]`),
     logged, or returned in a metrics dict (`devlint/analysis/usage.py`); a returned value
     every caller in the class reads on the host or places at once; a table filled in
     place and only used moved (`t.to(device)`); methods memoised by a `*cache*`
@@ -270,8 +272,22 @@ class FactoryWithoutDevice(Rule):
         "import torch\nfrom torch import nn\nclass L(nn.Module):\n    def forward(self, x):\n"
         "        t = torch.arange(x.shape[1])\n        t = torch.arange(x.shape[1], device=x.device)\n"
         "        return x + t\n",
+        # a random crop offset: drawn, stepped under its own name, and only used as a slice bound
+        "import torch\nfrom torch import nn\nclass FE(nn.Module):\n    def forward(self, x, n, trunc):\n"
+        "        pos = torch.rand([1]) * (n - trunc)\n        pos = torch.floor(pos[0]).long()\n"
+        "        return x[:, pos:trunc + pos]\n",
     ]
     INVALID = [
+        # ... but a step that mixes in another tensor is no step of the same value
+        Invalid(
+            "import torch\nfrom torch import nn\nclass FE(nn.Module):\n    def forward(self, x, n, trunc):\n"
+            "        pos = torch.rand([1]) * (n - trunc)\n        pos = torch.cat([pos, x[0]])\n"
+            "        return x[:, pos:trunc + pos]\n"),
+        # ... nor is a value read as a tensor after its step
+        Invalid(
+            "import torch\nfrom torch import nn\nclass FE(nn.Module):\n    def forward(self, x, n, trunc):\n"
+            "        pos = torch.rand([1]) * (n - trunc)\n        pos = torch.floor(pos[0]).long()\n"
+            "        return x + pos\n"),
         # ... a cache that stays on the host meets the device tensors
         Invalid(
             "import torch\nfrom torch import nn\nclass G(nn.Module):\n    def __init__(self):\n"

@@ -323,18 +323,22 @@ class FunctionUsage:
         why = self.host_position(call)
         if why is not None:
             return why
-        bound = self.bound_name(call)
+        top = call
+        while isinstance(self._up(top), (cst.BinaryOperation, cst.UnaryOperation)):
+            top = self._up(top)  # `pos = torch.rand(1) * n`: the same tensor kind, bound
+        bound = self.bound_name(top)
         if bound is None:
             return None
         name, assign = bound
-        if name in _assigned_elsewhere(self.root, name, assign):
+        rebinds = _rebindings(self.root, name, assign)
+        if rebinds is None:
             return None
         uses = self.loads.get(name, [])
         if not uses:
             return None
         reasons = set()
         for u in uses:
-            r = self.host_position(u) or self._iterated(u)
+            r = self.host_position(u) or self._iterated(u) or self._rebound(u, rebinds)
             if r is None and follow_return is not None:
                 pos = self._returned_at(u)
                 r = follow_return(pos) if pos is not None else None
@@ -406,6 +410,31 @@ class FunctionUsage:
             else:
                 out.append(None)
         return out
+
+    def _rebound(self, name: cst.Name, rebinds: list) -> Optional[str]:
+        """The read only feeds a rebinding of its own name (``pos = torch.floor(pos[0]).long()``):
+        a step of the same value, whose later reads are the ones that count (they are among
+        the name's reads too). Climbs only what keeps the same tensor: a subscript of it, a
+        cast or reduction of it, a ``torch.f(it)`` of it alone, arithmetic."""
+        child, p = name, self._up(name)
+        while True:
+            if isinstance(p, (cst.BinaryOperation, cst.UnaryOperation)):
+                pass
+            elif isinstance(p, cst.Subscript) and p.value is child:
+                pass
+            elif isinstance(p, cst.Attribute) and p.value is child and isinstance(self._up(p), cst.Call) \
+                    and (p.attr.value in CAST_METHODS or p.attr.value in _REDUCTIONS):
+                child, p = p, self._up(p)
+            elif isinstance(p, cst.Arg) and p.keyword is None and isinstance(self._up(p), cst.Call) \
+                    and len(self._up(p).args) == 1 and isinstance(self._up(p).func, cst.Attribute) \
+                    and isinstance(self._up(p).func.value, cst.Name) and self._up(p).func.value.value == "torch":
+                child, p = p, self._up(p)  # `torch.floor(pos)`
+            else:
+                break
+            child, p = p, self._up(p)
+        if isinstance(p, cst.Assign) and p.value is child and any(p is a for a in rebinds):
+            return "a step of the same value"
+        return None
 
     def _iterated(self, name: cst.Name) -> Optional[str]:
         p = self._up(name)
@@ -506,6 +535,35 @@ def _is_move_of(small: cst.CSTNode, name: str) -> bool:
 
 # torch functions that gather a list of tensors into one (on the device of their inputs)
 _GATHERS = frozenset({"pad_sequence", "stack", "cat", "concat", "vstack", "hstack"})
+
+
+def _rebindings(root: cst.CSTNode, name: str, assign: cst.Assign) -> Optional[list]:
+    """The other bindings of ``name`` in ``root`` when each is a plain ``name = <expr>`` whose
+    value reads ``name`` (a step of the same value: ``pos = torch.floor(pos[0]).long()``);
+    None when some other binding gives the name another value (or binds it in a loop,
+    an augmented or annotated assignment)."""
+    out: list = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is not assign and isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
+            tgts = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(name in _target_names(t) for t in tgts):
+                if not (isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+                        and any(isinstance(x, cst.Name) and x.value == name for x in _names_in(n.value))):
+                    return None
+                out.append(n)
+        stack.extend(children(n, trivia=False))
+    return out
+
+
+def _names_in(expr: cst.CSTNode):
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            yield n
+        stack.extend(children(n, trivia=False))
 
 
 def _assigned_elsewhere(root: cst.CSTNode, name: str, assign: cst.Assign) -> set:
