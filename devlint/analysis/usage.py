@@ -543,17 +543,11 @@ def _rebindings(root: cst.CSTNode, name: str, assign: cst.Assign) -> Optional[li
     None when some other binding gives the name another value (or binds it in a loop,
     an augmented or annotated assignment)."""
     out: list = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n is not assign and isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
-            tgts = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-            if any(name in _target_names(t) for t in tgts):
-                if not (isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
-                        and any(isinstance(x, cst.Name) and x.value == name for x in _names_in(n.value))):
-                    return None
-                out.append(n)
-        stack.extend(children(n, trivia=False))
+    for n in _other_bindings(root, name, assign):
+        if not (isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+                and any(isinstance(x, cst.Name) and x.value == name for x in _names_in(n.value))):
+            return None
+        out.append(n)
     return out
 
 
@@ -566,17 +560,21 @@ def _names_in(expr: cst.CSTNode):
         stack.extend(children(n, trivia=False))
 
 
-def _assigned_elsewhere(root: cst.CSTNode, name: str, assign: cst.Assign) -> set:
-    """{name} when ``name`` is bound anywhere in ``root`` besides ``assign``."""
+def _other_bindings(root: cst.CSTNode, name: str, assign: cst.Assign):
+    """Every statement of ``root`` besides ``assign`` that binds ``name``."""
     stack = [root]
     while stack:
         n = stack.pop()
         if n is not assign and isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
             tgts = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             if any(name in _target_names(t) for t in tgts):
-                return {name}
+                yield n
         stack.extend(children(n, trivia=False))
-    return set()
+
+
+def _assigned_elsewhere(root: cst.CSTNode, name: str, assign: cst.Assign) -> set:
+    """{name} when ``name`` is bound anywhere in ``root`` besides ``assign``."""
+    return {name} if next(_other_bindings(root, name, assign), None) is not None else set()
 
 
 _CACHE: dict = {}
