@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 import libcst as cst
 
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.analysis.usage import may_touch_device
-from devlint.facts import TENSOR_FUNCS, TENSOR_METHODS, dotted, string_value
+from devlint.facts import TENSOR_FUNCS, TENSOR_METHODS, dotted, is_module_base, string_value
 from devlint.rule import Invalid, Rule, unsafe
 
 # Legacy constructors that build a (CPU) tensor as well.
@@ -50,7 +52,12 @@ class UnregisteredTensorAttribute(Rule):
     default; the `.device` of a module or tensor it is given; a stack of such tensors): it
     lives where the caller says the model runs. Nor is a class of a script that never names
     a device (no `.cuda`, `.to(`, `device`) and that no other project module imports: nothing
-    moves its modules off the host.
+    moves its modules off the host. Nor is an attribute every use of which moves it where
+    it is needed: `self.window.to(x.device)`, `self.mean.type_as(x)`, or handing it to a
+    function of the file that moves that parameter before reading it
+    (`def score(img, mu): mu = mu.to(img) ...`); nor one that nothing in the file reads,
+    in a class whose bases are the file's own or library Modules (no method elsewhere can
+    read it).
 
     ## Example
     ```python
@@ -184,6 +191,14 @@ class UnregisteredTensorAttribute(Rule):
         "        return torch.stft(x, 16, window=self.window.to(x.device), return_complex=True)\n"
         "class Child(Base):\n    def __init__(self, n):\n        super().__init__(n)\n"
         "        self.window = torch.hann_window(2 * n)\n",
+        # moved where it is used by `type_as`, or by the file's function it is handed to, which
+        # moves that parameter before reading it; or never read at all
+        "import torch\nfrom torch import nn\ndef score(img, mu=None):\n    img = img.double()\n"
+        "    mu = mu.to(img).repeat(img.size(0), 1)\n    return (img.flatten(1) - mu).sum()\n"
+        "class Norm(nn.Module):\n    def __init__(self, mean):\n        super().__init__()\n"
+        "        self.mean = torch.Tensor(mean)\n        self.mu = torch.zeros(4)\n"
+        "        self.unused = torch.ones(3)\n"
+        "    def forward(self, x):\n        return score(x - self.mean.type_as(x)[None, :, None, None], mu=self.mu)\n",
     ]
     INVALID = [
         # a device the constructor picks itself is no caller's choice: the tensor stays there
@@ -208,37 +223,45 @@ class UnregisteredTensorAttribute(Rule):
         ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.w = torch.zeros(3)\n",
+            "        super().__init__()\n        self.w = torch.zeros(3)\n"
+            "    def forward(self, x):\n        return x * self.w\n",
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.register_buffer(\"w\", torch.zeros(3), persistent=False)\n",
+            "        super().__init__()\n        self.register_buffer(\"w\", torch.zeros(3), persistent=False)\n"
+            "    def forward(self, x):\n        return x * self.w\n",
             unsafe=True,
         ),
         Invalid(
             "import torch as T\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, n):\n"
-            "        nn.Module.__init__(self)\n        self.mask = T.tril(T.ones(n, n)).bool()  # causal\n",
+            "        nn.Module.__init__(self)\n        self.mask = T.tril(T.ones(n, n)).bool()  # causal\n"
+            "    def forward(self, x):\n        return x * self.mask\n",
             "import torch as T\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, n):\n"
             "        nn.Module.__init__(self)\n"
-            "        self.register_buffer(\"mask\", T.tril(T.ones(n, n)).bool(), persistent=False)  # causal\n",
+            "        self.register_buffer(\"mask\", T.tril(T.ones(n, n)).bool(), persistent=False)  # causal\n"
+            "    def forward(self, x):\n        return x * self.mask\n",
             unsafe=True,
         ),
         # before super().__init__(): register_buffer would raise, so no fix
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
-            "        self.w = torch.ones(3) * 2\n        super().__init__()\n",
+            "        self.w = torch.ones(3) * 2\n        super().__init__()\n"
+            "    def forward(self, x):\n        return x * self.w\n",
         ),
         # an unknown base class may already own the name: report only
         Invalid(
             "import torch\nfrom torch import nn\nclass N(nn.Linear):\n    def __init__(self):\n"
-            "        super().__init__(2, 2)\n        self.gain = torch.ones(2)\n",
+            "        super().__init__(2, 2)\n        self.gain = torch.ones(2)\n"
+            "    def forward(self, x):\n        return x * self.gain\n",
         ),
         # Lightning modules are nn.Modules (the base's module is imported under any name)
         Invalid(
             "import torch\nimport pytorch_lightning as pl\nclass M(pl.LightningModule):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.w = torch.zeros(3)\n",
+            "        super().__init__()\n        self.w = torch.zeros(3)\n"
+            "    def forward(self, x):\n        return x * self.w\n",
         ),
         Invalid(
             "import torch\nfrom lightning import LightningModule\nclass M(LightningModule):\n"
-            "    def __init__(self):\n        super().__init__()\n        self.w = torch.zeros(3)\n",
+            "    def __init__(self):\n        super().__init__()\n        self.w = torch.zeros(3)\n"
+            "    def forward(self, x):\n        return x * self.w\n",
         ),
         # made a Parameter on one branch only: on the other it stays a plain tensor
         Invalid(
@@ -246,12 +269,29 @@ class UnregisteredTensorAttribute(Rule):
             "        super().__init__()\n        self.s = torch.ones(1)\n        if learn:\n"
             "            self.s = nn.Parameter(self.s)\n",
         ),
+        # handed to a function that reads it before it moves it, or moves only its dtype
+        Invalid(
+            "import torch\nfrom torch import nn\ndef score(img, mu, cov):\n    d = img - mu\n"
+            "    mu = mu.to(img)\n    cov = cov.to(torch.float64)\n    return d.sum() + mu.sum() + cov.sum()\n"
+            "class Norm(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.mu = torch.zeros(4)\n"
+            "    def forward(self, x):\n        return score(x, self.mu, torch.eye(2))\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\ndef score(img, cov):\n    cov = cov.to(torch.float64)\n"
+            "    return img.sum() + cov.sum()\n"
+            "class Norm(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.cov = torch.eye(4)\n"
+            "    def forward(self, x):\n        return score(x, cov=self.cov)\n",
+        ),
         # `.to(dtype)` names no device: the attribute stays on the CPU
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, k, device):\n"
-            "        super().__init__()\n        self.k = torch.tensor([k]).to(torch.float32)\n",
+            "        super().__init__()\n        self.k = torch.tensor([k]).to(torch.float32)\n"
+            "    def forward(self, x):\n        return x * self.k\n",
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, k, device):\n"
-            "        super().__init__()\n        self.register_buffer(\"k\", torch.tensor([k]).to(torch.float32), persistent=False)\n",
+            "        super().__init__()\n        self.register_buffer(\"k\", torch.tensor([k]).to(torch.float32), persistent=False)\n"
+            "    def forward(self, x):\n        return x * self.k\n",
             unsafe=True,
         ),
         # one use moves it, another does not: that one mixes devices
@@ -400,17 +440,32 @@ class UnregisteredTensorAttribute(Rule):
                 and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)):
             self._element_read(node.value.attr.value)
 
+    def _passed_to_mover(self, node: cst.Call, func: str) -> None:
+        """``calculate_niqe(x, self.mu)`` where the file's ``calculate_niqe`` moves that parameter
+        before it reads it (``mu = mu.to(img)``): the attribute is used moved."""
+        moved = self.facts.moved_params(func)
+        if not moved:
+            return
+        for i, arg in enumerate(node.args):
+            if arg.star or not (isinstance(arg.value, cst.Attribute) and self._self_attr(arg.value)):
+                continue
+            key = arg.keyword.value if arg.keyword is not None else None
+            if any((key is None and i == pos) or (key is not None and key == name) for pos, name in moved):
+                self.reads.setdefault(self.t.cls, {}).setdefault(arg.value.attr.value, [0, 0, 0])[1] += 1
+
     def _element_read(self, attr: str) -> None:
         self.reads.setdefault(self.t.cls, {}).setdefault(attr, [0, 0, 0])[2] += 1
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
-        moved = f.value if isinstance(f, cst.Attribute) and f.attr.value == "to" else None
+        moved = f.value if isinstance(f, cst.Attribute) and f.attr.value in ("to", "type_as") else None
         if isinstance(moved, cst.Subscript):
             moved = moved.value  # `self.sine_waves[:, :n].to(x.device)`: the slice used, moved
         if (self.t.cls is not None and isinstance(moved, cst.Attribute) and self._self_attr(moved) is not None):
             reads = self.reads.setdefault(self.t.cls, {}).setdefault(moved.attr.value, [0, 0, 0])
             reads[1] += 1  # `self.window.to(x.device)`: moved where it is used
+        if self.t.cls is not None and isinstance(f, cst.Name) and node.args:
+            self._passed_to_mover(node, f.value)
         if (self.t.cls is not None and isinstance(f, cst.Name) and f.value == "len" and len(node.args) == 1
                 and isinstance(node.args[0].value, cst.Attribute) and self._self_attr(node.args[0].value) is not None):
             self._element_read(node.args[0].value.attr.value)  # its length: a host number
@@ -437,6 +492,9 @@ class UnregisteredTensorAttribute(Rule):
             if (attr not in self.used_after_init.get(cls, ()) and attr not in self.param_rebinds.get(cls, {})
                     and mentions > self.assigned.get(cls, {}).get(attr, 0) == 1):
                 continue  # read only by `__init__`, to build something else: no method meets it later
+            if (mentions == self.assigned.get(cls, {}).get(attr, 0) and self._never_read(attr)
+                    and self._own_lineage(cls, by_name, set())):
+                continue  # nothing in the file reads it: no computation meets it on the wrong device
             filled = self.filled.get(cls, {}).get(attr, 0)  # `self.x[:, 0] = 0` while building it
             if moved and mentions - moved - filled == self.assigned.get(cls, {}).get(attr, 0):
                 continue  # every use moves it to where it is needed: `self.window.to(x.device)`
@@ -477,6 +535,31 @@ class UnregisteredTensorAttribute(Rule):
                 )
                 fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
             self.report(node, msg, fix)
+
+    def _never_read(self, attr: str) -> bool:
+        """No ``.attr`` in the file's text besides its assignments, and no dynamic lookup."""
+        src = self.facts.source
+        if b"getattr(" in src or b"__dict__" in src:
+            return False
+        total = sum(d.get(attr, 0) for d in self.assigned.values())
+        return len(re.findall(rb"\." + re.escape(attr.encode()) + rb"\b", src)) <= total
+
+    def _own_lineage(self, cls: cst.ClassDef, by_name: dict, seen: set) -> bool:
+        """Every class ``cls`` derives is the file's own or a library Module (torch.nn, Lightning):
+        no method of another file of the project can read what it sets on ``self``."""
+        if cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            if base.keyword is not None:
+                continue
+            parent = by_name.get(dotted(base.value) or "")
+            if parent is not None:
+                if not self._own_lineage(parent, by_name, seen):
+                    return False
+            elif not is_module_base(self.facts.qualname(base.value)):
+                return False
+        return bool(cls.bases)
 
     def _base_moves_it(self, cls: cst.ClassDef, attr: str, by_name: dict) -> bool:
         """A base class of this file that assigns ``attr`` in its own ``__init__`` and whose

@@ -533,6 +533,29 @@ def _is_move_of(small: cst.CSTNode, name: str) -> bool:
     return isinstance(moved, cst.Name) and moved.value == name
 
 
+def moves_param_first(fn: cst.FunctionDef, name: str) -> bool:
+    """``fn``'s parameter ``name`` is moved before anything else reads it: the first top-level
+    statement that mentions it is ``name = name.to(x)...`` (``.cuda()``, ``.type_as(x)``), so
+    whatever the caller passes, the body only meets it where the move puts it. A ``.to`` that
+    names only a dtype moves nothing."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return False
+    for stmt in fn.body.body:
+        if not any(isinstance(n, cst.Name) and n.value == name for n in _names_in(stmt)):
+            continue
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and _is_move_of(stmt.body[0], name)):
+            return False
+        move = factory_of_chain(stmt.body[0].value)
+        return not (move.func.attr.value == "to" and move.args
+                    and all((dotted(a.value) or "").rsplit(".", 1)[-1] in DTYPE_NAMES for a in move.args))
+    return False
+
+
+DTYPE_NAMES = frozenset("float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long "
+                        "short bool uint8 complex64 complex128 cfloat cdouble".split())
+
+
 # torch functions that gather a list of tensors into one (on the device of their inputs)
 _GATHERS = frozenset({"pad_sequence", "stack", "cat", "concat", "vstack", "hstack"})
 
