@@ -35,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 29
+SUMMARY_VERSION = 30
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,10 @@ class ProjectFacts:
     # thing, in a program built on a CUDA-only package, or in another such function; at least one
     # use, none in a notebook or a package's exports (``"prepare_batch"``, ``"MatchingNetwork"``)
     cuda_callers: frozenset = frozenset()
+    # switches of project modules this file imports (by name or with ``*``) that their module
+    # sets once to a literal, as ``"USE_CUDA=1"`` (the name as this file spells it): read
+    # unbound here, such a switch is no one's choice, so ``if USE_CUDA: x.cuda()`` always runs
+    switches: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -123,7 +127,7 @@ class ProjectFacts:
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
-                or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers))
+                or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -132,7 +136,8 @@ class ProjectFacts:
                      sorted(self.defaults_reached), sorted(self.stateless_modules), sorted(self.extensions),
                      sorted(self.placing), sorted(self.loader_params),
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
-                     sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers)))
+                     sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers),
+                     sorted(self.switches)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -195,6 +200,9 @@ class Summary:
     # [name, checkpoint file name] per module-level constant naming a checkpoint file
     # (``res152_path = os.path.join(root, "resnet152-b121ed2d.pth")``)
     checkpoint_paths: list = field(default_factory=list)
+    # [name, value] per module-level switch set in the code (``USE_CUDA = True``: a CUDA/GPU
+    # name bound once, at the top, to a literal, never rebound or declared ``global``)
+    switches: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -1035,7 +1043,25 @@ def _spelled_imports(source: bytes) -> tuple:
 
 
 def _text_summary(source: bytes) -> Summary:
-    return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(b"\n" + source) is not None)
+    return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(b"\n" + source) is not None,
+                   switches=_switches_of(source))
+
+
+_SWITCH_SET = re.compile(rb"^([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)[ \t]*=[ \t]*(True|False)[ \t]*(?:#[^\n]*)?$",
+                         re.M)
+
+
+def _switches_of(source: bytes) -> list:
+    """``USE_CUDA = True`` at the top of a module (column 0), the name bound nowhere else in the
+    text (no other ``NAME =``, ``NAME +=``, ``for NAME``, ``global NAME``, ``as NAME``)."""
+    out = []
+    for m in _SWITCH_SET.finditer(source):
+        name = m.group(1)
+        rebinds = re.findall(rb"(?:^[ \t]*|[,(][ \t]*)" + name + rb"[ \t]*(?:[-+*/|&]?=(?!=)|:)|\b(?:global|nonlocal|for|as|import)[ \t]+(?:[\w, \t]*,[ \t]*)?"
+                             + name + rb"\b", source, re.M)
+        if len(rebinds) == 1:
+            out.append([name.decode(), m.group(2) == b"True"])
+    return out
 
 
 def _root_name(node: ast.AST) -> Optional[str]:
@@ -1095,7 +1121,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             return None
     except (ValueError, MemoryError, RecursionError):
         return None
-    s = Summary(imports=_text_imports(source))
+    s = Summary(imports=_text_imports(source), switches=_switches_of(source))
     raw_saves = []
     loads = False
     flat = list(ast.walk(tree)) if b".save(" in source or b"init_process_group" in source else []
@@ -2360,7 +2386,22 @@ class ProjectIndex:
                             gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
                             cuda_imports=cuda_imports,
                             dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
-                            checkpoint_paths=frozenset(paths), imported=reused, cuda_callers=callers)
+                            checkpoint_paths=frozenset(paths), imported=reused, cuda_callers=callers,
+                            switches=self._switches(path) if need_cuda else frozenset())
+
+    def _switches(self, path: str) -> frozenset:
+        """``ProjectFacts.switches``: what the project modules this file imports set once."""
+        out = set()
+        for target, names in self.imports(path):
+            if not self._words(target, (b"True", b"False")):
+                continue
+            s = self.summary(target)
+            for name, value in (s.switches if s is not None else ()):
+                if names is None:  # `from constants import *` (or the module: then unread bare)
+                    out.add(f"{name}={int(value)}")
+                else:
+                    out |= {f"{a or n}={int(value)}" for n, a in names if n == name}
+        return frozenset(out)
 
     def _project_nccl_only(self) -> bool:
         """Every process group the project's modules start is an NCCL one, and there is one (not

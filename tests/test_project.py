@@ -1128,3 +1128,38 @@ def test_a_using_script_too_deep_for_the_ast_keeps_the_texts_answer(tmp_path, mo
     """A pathologically deep expression in a script that uses the helper: no crash, the finding stays."""
     deep = GUARDED_DEMO + "y = " + " + ".join(["1"] * 3000) + "\nprint(prepare_batch(x, x))\n"
     assert ("fewshot/core.py", 5, "DL002") in cuda_callers_project(tmp_path, monkeypatch, **{"demo.py": deep})
+
+
+# a switch another module of the project sets once in the code (`USE_CUDA = True`) is no one's
+# choice: the branch it selects always runs
+SWITCH_USER = ("import torch\nfrom constants import *\n\ndef batch(x):\n    if USE_CUDA:\n"
+               "        x = x.cuda()\n    return x\n\nif __name__ == '__main__':\n    print(batch(torch.ones(2)))\n")
+SWITCH_NAMED = SWITCH_USER.replace("from constants import *", "from constants import USE_CUDA as GPU").replace(
+    "if USE_CUDA:", "if GPU:")
+
+
+def test_a_switch_another_module_sets_in_code_guards_nothing(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "constants.py": "USE_CUDA = True\nHIDDEN = 100\n",
+                     "train.py": SWITCH_USER, "named.py": SWITCH_NAMED})
+    found = [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL002"]
+    assert found == [("named.py", 6, "DL002"), ("train.py", 6, "DL002")]
+
+
+def test_a_switch_the_program_may_change_keeps_guarding(tmp_path, monkeypatch):
+    # set from an availability check, rebound after its literal, bound by the file itself, or
+    # declared `global` by a function that may change it: the branch is somebody's choice
+    for constants in ("import torch\nUSE_CUDA = torch.cuda.is_available()\n",
+                      "import torch\nUSE_CUDA = True\nif not torch.cuda.is_available():\n    USE_CUDA = False\n",
+                      "USE_CUDA = True\ndef cpu_only():\n    global USE_CUDA\n    USE_CUDA = False\n"):
+        write(tmp_path, {"setup.py": "", "constants.py": constants, "train.py": SWITCH_USER})
+        assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL002"] == [], constants
+    write(tmp_path, {"constants.py": "USE_CUDA = True\n",
+                     "train.py": SWITCH_USER.replace("def batch", "USE_CUDA = torch.cuda.is_available()\n\ndef batch")})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL002"] == []
+
+
+def test_cache_follows_an_edit_of_a_switch_in_another_module(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "constants.py": "USE_CUDA = True\n", "train.py": SWITCH_USER})
+    assert ("train.py", 6, "DL002") in lint(tmp_path, monkeypatch, "train.py", cache=True)
+    write(tmp_path, {"constants.py": "import torch\nUSE_CUDA = torch.cuda.is_available()\n"})
+    assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL002"] == []

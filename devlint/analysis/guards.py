@@ -425,7 +425,8 @@ def _switch_value(facts, name: cst.Name, depth: int = 4) -> Optional[bool]:
     program gets the branch it selects, so ``if use_cuda: x = x.cuda()`` crashes without CUDA when
     it says True (and never runs when it says False). It is
     - a module-level name bound once, to ``True`` or ``False`` (``use_cuda = True``), read at
-      module level or from a function that does not bind it itself;
+      module level or from a function that does not bind it itself; or such a name of a project
+      module the file imports (``from constants import *``), bound nowhere in the file;
     - a parameter of a script's function every call of which, in the file, passes the same such
       value: a literal, the parameter's default, or another such switch (``load_model(cfg,
       gpu=True)``, ``gpu = True`` in the ``__main__`` block, then ``load(cfg, gpu)``).
@@ -444,6 +445,12 @@ def _switch_value(facts, name: cst.Name, depth: int = 4) -> Optional[bool]:
         return _param_switch(facts, binder, name.value, depth) if binder is chain[0] else None
     values = facts.values
     value = _bool(values.sole_value(name.value, None)) if values is not None else None
+    if value is None and not any(name.value in names for names in facts.rebound.values()) and not any(
+            name.value in names for scope, names in facts.assigned_in.items() if scope is not None):
+        # bound in the file only by an import, if at all: a project module it imports may set it
+        # once (`USE_CUDA = True` in constants.py, `from constants import *`)
+        value = next((v == "1" for k, _, v in (f.partition("=") for f in facts.project.switches)
+                      if k == name.value), None)
     if value is None or _setting_cell(facts, name.value) or any(
             name.value in names and _declares_global(scope, name.value)
             for scope, names in facts.assigned_in.items() if isinstance(scope, cst.FunctionDef)):
