@@ -654,6 +654,14 @@ class ContextTracker(BatchableCSTVisitor):
         if guards.try_guards(node):
             self.guard_depth -= 1
 
+    def visit_With_body(self, node: cst.With) -> None:
+        if guards.expects_error(node):
+            self.guard_depth += 1  # `with pytest.raises(...)`: the test wants the body to fail
+
+    def leave_With_body(self, node: cst.With) -> None:
+        if guards.expects_error(node):
+            self.guard_depth -= 1
+
     def visit_ExceptHandler_body(self, node: cst.ExceptHandler) -> None:
         if guards.oom_handler(node):
             self.guard_depth += 1  # the fallback after a GPU ran out of memory runs on GPU machines

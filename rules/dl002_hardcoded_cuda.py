@@ -53,7 +53,8 @@ class HardcodedCuda(Rule):
 
     Silent where the file makes sure of a GPU (`devlint.analysis.guards`): an availability
     check, a test gated for GPUs (`@RunIf(min_cuda_gpus=1)`, `skipif(not
-    torch.cuda.is_available())`, `pytest.param(..., marks=...)`, `pytestmark`), an
+    torch.cuda.is_available())`, `pytest.param(..., marks=...)`, `pytestmark`), a test that
+    wants the call to fail (`with pytest.raises(...)`, `self.assertRaises(...)`), an
     `assert torch.cuda.is_available()` / `device_count() > rank`, an init that exits without
     a GPU, NCCL code, CUDA extension code (an `autograd.Function` feeding a compiled kernel),
     a function that launches a Triton kernel of its file (`kernel[grid](...)` on a
@@ -100,6 +101,11 @@ class HardcodedCuda(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a test that wants the call to fail: the error is what it checks
+        "import pytest\nimport torch\n\ndef test_bad_device():\n    with pytest.raises(RuntimeError):\n"
+        "        torch.zeros(2, device=\"cuda:99\")\n",
+        "import unittest\nimport torch\n\nclass T(unittest.TestCase):\n    def test_bad(self):\n"
+        "        with self.assertRaises(RuntimeError):\n            torch.ones(2).cuda()\n",
         "import torch\nfrom transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained('m', device_map='auto')\n",
         # an argparse default the code chooses past where CUDA is absent (fish-speech's `run_webui.py`)

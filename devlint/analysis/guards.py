@@ -697,6 +697,21 @@ def oom_handler(handler: cst.ExceptHandler) -> bool:
 # statements that make sure the rest of their block runs with a GPU
 # ---------------------------------------------------------------------------------
 
+def expects_error(node: cst.With) -> bool:
+    """``with pytest.raises(...)`` / ``with self.assertRaises(...)``: a test that wants its body to
+    raise; a call there that fails without CUDA is what it checks, not a portability bug."""
+    for item in node.items:
+        call = item.item
+        if isinstance(call, cst.Call):
+            d = dotted(call.func) or ""
+            if d in ("pytest.raises", "raises") or (d.startswith("self.") and d[5:] in _ASSERT_RAISES):
+                return True
+    return False
+
+
+_ASSERT_RAISES = frozenset({"assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
+
+
 def _is_nccl_init(facts, call: cst.Call) -> bool:
     f = call.func
     if type(f) is cst.Attribute and not f.attr.value.endswith("init_process_group"):
