@@ -547,12 +547,10 @@ class UnregisteredTensorAttribute(Rule):
     def _own_lineage(self, cls: cst.ClassDef, by_name: dict, seen: set) -> bool:
         """Every class ``cls`` derives is the file's own or a library Module (torch.nn, Lightning):
         no method of another file of the project can read what it sets on ``self``."""
-        if cls in seen:
+        bases = _positional_bases(cls, seen)
+        if bases is None:
             return False
-        seen.add(cls)
-        for base in cls.bases:
-            if base.keyword is not None:
-                continue
+        for base in bases:
             parent = by_name.get(dotted(base.value) or "")
             if parent is not None:
                 if not self._own_lineage(parent, by_name, seen):
@@ -616,12 +614,10 @@ class UnregisteredTensorAttribute(Rule):
 
     def _inherited_buffer(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
         """A base class (same file, or a torch.nn layer) may have registered ``attr``."""
-        if cls in seen:
+        bases = _positional_bases(cls, seen)
+        if bases is None:
             return False
-        seen.add(cls)
-        for base in cls.bases:
-            if base.keyword is not None:
-                continue
+        for base in bases:
             q = self.facts.qualname(base.value)
             if q is not None and q.startswith("torch.nn.") and q not in _MODULE_BASES:
                 if attr in _TORCH_LAYER_BUFFERS:
@@ -636,12 +632,10 @@ class UnregisteredTensorAttribute(Rule):
 
     def _bases_allow(self, cls: cst.ClassDef, attr: str, by_name: dict, seen: set) -> bool:
         """Every base is nn.Module or a Module class of the project that does not set ``attr``."""
-        if cls in seen:
+        bases = _positional_bases(cls, seen)
+        if bases is None:
             return False
-        seen.add(cls)
-        for base in cls.bases:
-            if base.keyword is not None:
-                continue
+        for base in bases:
             if self.facts.qualname(base.value) in _MODULE_BASES:
                 continue
             d = dotted(base.value)
@@ -663,6 +657,15 @@ class UnregisteredTensorAttribute(Rule):
 
 _TABLE_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor",
                            "torch.DoubleTensor", "torch.LongTensor", "torch.IntTensor"})
+
+
+def _positional_bases(cls: cst.ClassDef, seen: set) -> Optional[list]:
+    """The bases of ``cls`` (no ``metaclass=``), or None when a walk up the classes already
+    passed it (a cycle, or a diamond seen once)."""
+    if cls in seen:
+        return None
+    seen.add(cls)
+    return [b for b in cls.bases if b.keyword is None]
 
 
 def _comma() -> cst.Comma:
