@@ -35,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 30
+SUMMARY_VERSION = 31
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,10 @@ class ProjectFacts:
     # sets once to a literal, as ``"USE_CUDA=1"`` (the name as this file spells it): read
     # unbound here, such a switch is no one's choice, so ``if USE_CUDA: x.cuda()`` always runs
     switches: frozenset = frozenset()
+    # project functions this file imports that start a process group with a backend their caller
+    # hands them, as ``"setup:2:backend"`` (the name as the file spells it, the positional index
+    # or -1, the parameter): ``setup(rank, world_size, "nccl")`` starts an NCCL group
+    backend_helpers: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -127,7 +131,8 @@ class ProjectFacts:
                 or bool(self.tensor_functions) or bool(self.defaults_reached) or bool(self.stateless_modules)
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
-                or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches))
+                or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches)
+                or bool(self.backend_helpers))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -137,7 +142,7 @@ class ProjectFacts:
                      sorted(self.placing), sorted(self.loader_params),
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
                      sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers),
-                     sorted(self.switches)))
+                     sorted(self.switches), sorted(self.backend_helpers)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -200,9 +205,10 @@ class Summary:
     # [name, checkpoint file name] per module-level constant naming a checkpoint file
     # (``res152_path = os.path.join(root, "resnet152-b121ed2d.pth")``)
     checkpoint_paths: list = field(default_factory=list)
-    # [name, value] per module-level switch set in the code (``USE_CUDA = True``: a CUDA/GPU
-    # name bound once, at the top, to a literal, never rebound or declared ``global``)
-    switches: list = field(default_factory=list)
+    # [function, positional index, parameter] per top-level function that starts a process group
+    # with the backend its caller hands it (``def setup(rank, ws, backend="gloo"):
+    # dist.init_process_group(backend, ...)``): a call handing it ``"nccl"`` starts an NCCL group
+    backend_params: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -1043,12 +1049,15 @@ def _spelled_imports(source: bytes) -> tuple:
 
 
 def _text_summary(source: bytes) -> Summary:
-    return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(b"\n" + source) is not None,
-                   switches=_switches_of(source))
+    return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(b"\n" + source) is not None)
 
 
 _SWITCH_SET = re.compile(rb"^([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)[ \t]*=[ \t]*(True|False)[ \t]*(?:#[^\n]*)?$",
                          re.M)
+
+
+# a bare switch-like name (not an attribute, not a call): `if USE_CUDA:`, `x.cuda() if gpu else x`
+_SWITCH_READ = re.compile(rb"(?<![.\w])([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)\b(?![ \t]*[(=])")
 
 
 def _switches_of(source: bytes) -> list:
@@ -1121,7 +1130,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             return None
     except (ValueError, MemoryError, RecursionError):
         return None
-    s = Summary(imports=_text_imports(source), switches=_switches_of(source))
+    s = Summary(imports=_text_imports(source))
     raw_saves = []
     loads = False
     flat = list(ast.walk(tree)) if b".save(" in source or b"init_process_group" in source else []
@@ -1172,6 +1181,8 @@ def summarize(source: bytes) -> Optional[Summary]:
     s.requires_cuda = s.script and _ensures(tree.body, False, ensuring)
     s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     s.dist_checks = sorted(fn.name for fn in funcs if b"is_initialized" in source and _dist_check(fn))
+    if b"init_process_group" in source:
+        s.backend_params = [p for fn in funcs for p in _backend_params(fn)]
     if _CHECKPOINT_FILE.search(source):
         for st in tree.body:
             if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
@@ -1184,6 +1195,24 @@ def summarize(source: bytes) -> Optional[Summary]:
                                                                         ast.ClassDef))
                           and any(id(n) in saving for n in ast.walk(d)))
     return s
+
+
+def _backend_params(fn) -> list:
+    """``[[fn, index, param]]`` when ``fn`` calls ``init_process_group`` with one of its own
+    parameters, never rebound in it, as the backend."""
+    args = fn.args.posonlyargs + fn.args.args
+    names = {a.arg: i for i, a in enumerate(args)}
+    names.update({a.arg: -1 for a in fn.args.kwonlyargs})
+    rebound = {t.id for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
+               for tg in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in ast.walk(tg)
+               if isinstance(t, ast.Name)}
+    out = []
+    for n in ast.walk(fn):
+        if _is_init(n):
+            arg = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "backend"), None)
+            if isinstance(arg, ast.Name) and arg.id in names and arg.id not in rebound:
+                out.append([fn.name, names[arg.id], arg.id])
+    return out
 
 
 def _is_initialized_call(node: ast.AST) -> bool:
@@ -2387,16 +2416,34 @@ class ProjectIndex:
                             cuda_imports=cuda_imports,
                             dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
                             checkpoint_paths=frozenset(paths), imported=reused, cuda_callers=callers,
-                            switches=self._switches(path) if need_cuda else frozenset())
+                            switches=self._switches(path, source) if need_cuda else frozenset(),
+                            backend_helpers=self._backend_helpers(path) if need_cuda and b"nccl" in source
+                            else frozenset())
 
-    def _switches(self, path: str) -> frozenset:
-        """``ProjectFacts.switches``: what the project modules this file imports set once."""
+    def _backend_helpers(self, path: str) -> frozenset:
+        """``ProjectFacts.backend_helpers``: imported project functions whose backend is a parameter."""
         out = set()
         for target, names in self.imports(path):
-            if not self._words(target, (b"True", b"False")):
+            if not self._words(target, (b"init_process_group",)):
                 continue
             s = self.summary(target)
-            for name, value in (s.switches if s is not None else ()):
+            for fn, index, param in (s.backend_params if s is not None else ()):
+                spelled = [fn] if names is None else [a or n for n, a in names if n == fn]
+                out |= {f"{name}:{index}:{param}" for name in spelled}
+        return frozenset(out)
+
+    def _switches(self, path: str, source: bytes) -> frozenset:
+        """``ProjectFacts.switches``: what the project modules this file imports set once, for
+        the switch-like names the file reads bare (read off the modules' text, no parse)."""
+        wanted = set(_SWITCH_READ.findall(source))
+        if not wanted:
+            return frozenset()
+        out = set()
+        for target, names in self.imports(path):
+            text = self._text(target)
+            if text is None or not any(w in text[1] for w in wanted):
+                continue
+            for name, value in _switches_of(text[1]):
                 if names is None:  # `from constants import *` (or the module: then unread bare)
                     out.add(f"{name}={int(value)}")
                 else:

@@ -1163,3 +1163,26 @@ def test_cache_follows_an_edit_of_a_switch_in_another_module(tmp_path, monkeypat
     assert ("train.py", 6, "DL002") in lint(tmp_path, monkeypatch, "train.py", cache=True)
     write(tmp_path, {"constants.py": "import torch\nUSE_CUDA = torch.cuda.is_available()\n"})
     assert [f for f in lint(tmp_path, monkeypatch, "train.py", cache=True) if f[2] == "DL002"] == []
+
+
+# a project helper that starts its process group with the backend its caller hands it
+BACKEND_HELPER = ("import torch.distributed as dist\n\ndef setup(rank, world_size, backend=\"gloo\"):\n"
+                  "    dist.init_process_group(backend, rank=rank, world_size=world_size)\n")
+NCCL_BY_HELPER = ("import torch\nfrom basics import setup\n\ndef train(rank, ws):\n    setup(rank, ws, \"nccl\")\n"
+                  "    torch.cuda.synchronize()\n\nif __name__ == '__main__':\n    train(0, 1)\n")
+
+
+def test_a_helper_handed_nccl_makes_the_rest_of_the_block_cuda_only(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "basics.py": BACKEND_HELPER, "train.py": NCCL_BY_HELPER,
+                     "kw.py": NCCL_BY_HELPER.replace("from basics import setup", "from basics import setup as init")
+                     .replace('setup(rank, ws, "nccl")', 'init(rank, ws, backend="nccl")')})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL004"] == []
+
+
+def test_a_helper_left_on_its_gloo_default_or_rebinding_its_backend_keeps_the_finding(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "basics.py": BACKEND_HELPER,
+                     "train.py": NCCL_BY_HELPER.replace('setup(rank, ws, "nccl")', "setup(rank, ws)")})
+    assert ("train.py", 6, "DL004") in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"basics.py": BACKEND_HELPER.replace("    dist.init", "    backend = \"gloo\"\n    dist.init"),
+                     "train.py": NCCL_BY_HELPER})
+    assert ("train.py", 6, "DL004") in lint(tmp_path, monkeypatch)

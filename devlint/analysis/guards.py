@@ -712,6 +712,19 @@ def expects_error(node: cst.With) -> bool:
 _ASSERT_RAISES = frozenset({"assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
 
 
+def _nccl_by_helper(facts, call: cst.Call) -> bool:
+    """``setup(rank, world_size, "nccl")`` where ``setup`` (a project function the file imports,
+    ``ProjectFacts.backend_helpers``) starts its process group with the backend it is handed."""
+    name = call.func.value
+    for entry in facts.project.backend_helpers:
+        fn, index, param = entry.split(":")
+        if fn == name:
+            a = call_arg(call, int(index) if int(index) >= 0 else None, param)
+            if a is not None and _backend(facts, a.value) == "nccl":
+                return True
+    return False
+
+
 def _is_nccl_init(facts, call: cst.Call) -> bool:
     f = call.func
     if type(f) is cst.Attribute and not f.attr.value.endswith("init_process_group"):
@@ -839,6 +852,8 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return False
     if _is_nccl_init(facts, value) or _nccl_collective(facts, value) or _pin(facts, value):
         return True
+    if type(value.func) is cst.Name and _nccl_by_helper(facts, value):
+        return True  # `setup(rank, world_size, "nccl")`: a project helper starts the NCCL group
     if type(value.func) in (cst.Name, cst.Attribute) and _names_launcher(facts) and gpu_launcher(facts, value):
         return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
     if t is cst.Expr and type(value.func) is cst.Attribute and value.func.attr.value in _RAISES_WITHOUT_CUDA:
