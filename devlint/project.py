@@ -1057,7 +1057,11 @@ _SWITCH_SET = re.compile(rb"^([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9
 
 
 # a bare switch-like name (not an attribute, not a call): `if USE_CUDA:`, `x.cuda() if gpu else x`
-_SWITCH_READ = re.compile(rb"(?<![.\w])([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)\b(?![ \t]*[(=])")
+_SWITCH_READ = re.compile(rb"\b(?:if|elif|while|and|or|not)[ \t]+([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)"
+                          rb"\b(?![ \t]*[(.\[=])")
+
+
+_IMPORTS_SWITCH = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[^\n]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)", re.M)
 
 
 def _switches_of(source: bytes) -> list:
@@ -2435,13 +2439,24 @@ class ProjectIndex:
     def _switches(self, path: str, source: bytes) -> frozenset:
         """``ProjectFacts.switches``: what the project modules this file imports set once, for
         the switch-like names the file reads bare (read off the modules' text, no parse)."""
-        wanted = set(_SWITCH_READ.findall(source))
+        star = b"import *" in source
+        if not star and _IMPORTS_SWITCH.search(source) is None:
+            return frozenset()  # no project switch can reach the file's bare names
+        wanted = {w for w in set(_SWITCH_READ.findall(source))  # (a name the file binds is its own)
+                  if re.search(rb"(?<![.\w])" + w + rb"[ \t]*=(?!=)", source) is None}
+        if not star:  # a name imported by name: the import line spells it
+            wanted = {w for w in wanted if re.search(rb"import[^\n]*\b" + w + rb"\b", source)}
         if not wanted:
             return frozenset()
         out = set()
         for target, names in self.imports(path):
+            if names is None and not star:
+                continue  # `import constants`: its names are read as `constants.X`
+            spelled = wanted if names is None else {n.encode() for n, a in names if (a or n).encode() in wanted}
+            if not spelled:
+                continue
             text = self._text(target)
-            if text is None or not any(w in text[1] for w in wanted):
+            if text is None or not any(w in text[1] for w in spelled):
                 continue
             for name, value in _switches_of(text[1]):
                 if names is None:  # `from constants import *` (or the module: then unread bare)
