@@ -1186,3 +1186,14 @@ def test_a_helper_left_on_its_gloo_default_or_rebinding_its_backend_keeps_the_fi
     write(tmp_path, {"basics.py": BACKEND_HELPER.replace("    dist.init", "    backend = \"gloo\"\n    dist.init"),
                      "train.py": NCCL_BY_HELPER})
     assert ("train.py", 6, "DL004") in lint(tmp_path, monkeypatch)
+
+
+def test_absolute_imports_resolve_from_a_sub_project_root(tmp_path, monkeypatch):
+    # a mono-repository (a course's assignments) configured at its top: `a2/` is a project of its
+    # own, and its files import `from src.ddp.basics import setup` from there
+    zero = NCCL_BY_HELPER.replace("from basics import setup", "from src.ddp.basics import setup")
+    write(tmp_path, {"pyproject.toml": "[tool.devlint]\n", "a2/pyproject.toml": "[project]\nname = 'a2'\n",
+                     "a2/src/ddp/basics.py": BACKEND_HELPER, "a2/src/ddp/zero.py": zero,
+                     # without a project file of its own `a3/` is a plain directory: nothing resolves
+                     "a3/src/ddp/basics.py": BACKEND_HELPER, "a3/src/ddp/zero.py": zero})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL004"] == [("a3/src/ddp/zero.py", 6, "DL004")]
