@@ -1613,7 +1613,7 @@ class ProjectIndex:
         import ``from src.distributed.basics import setup`` from there. Memoised per directory and run."""
         memo = self.__dict__.setdefault("_subroots_memo", {})
         got = memo.get(here)
-        if got is not None and got[0] == _RUN[0] and _RUN[0] is not None:
+        if got is not None and got[0] == _RUN[0]:
             return got[1]  # (looked up once per run, as module files are: a server sees edits)
         hit = []
         d = here
