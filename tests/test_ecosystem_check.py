@@ -86,6 +86,21 @@ def test_extract_lint_score_and_diff(tmp_path):
     assert "[unlabelled]" in again.stdout and "[labelled bug]" in again.stdout
 
 
+def test_a_notebook_that_is_not_json_is_bad_input_not_a_crash(tmp_path):
+    manifest, mirror, commit = make_corpus(tmp_path)
+    src = tmp_path / "src"
+    subprocess.run([sys.executable, str(EXTRACT), str(src), "--mirror", str(mirror), "--manifest", str(manifest)],
+                   check=True, capture_output=True)
+    # a notebook committed with merge-conflict markers: devlint names it, exits 2 and lints the rest
+    (src / "someone+demo" / "nb.ipynb").write_text('{\n "cells": [\n<<<<<<< HEAD\n  {}\n]}\n')
+    out = subprocess.run([sys.executable, str(ECO), str(src), "--manifest", str(manifest), "--labels", str(tmp_path / "none.jsonl"),
+                          "-j", "1"], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "crashes: 0" in out.stdout and "not valid (named, the rest linted): 1" in out.stdout, out.stdout
+    assert "nb.ipynb: not a valid notebook" in out.stdout
+    assert "3 findings" in out.stdout  # train.py is still linted (DL002, DL005, DL007)
+
+
 def test_committed_labels_are_facts_about_lines():
     path = ROOT / "benchmarks" / "ecosystem" / "labels.jsonl"
     records = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
