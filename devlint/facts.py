@@ -537,7 +537,7 @@ class ContextTracker(BatchableCSTVisitor):
     # ---- structure ------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
         self._method_of = {}
-        self._params: set = set()  # pytest.param(..., marks=<GPU mark>) calls entered
+        self._params: set = set()  # calls whose arguments are guarded: pytest.param(marks=<GPU mark>), model.module.f()
         # a module-level GPU mark (`pytestmark`), CUDA extension code: the whole file
         self.guards = guards.model(self.facts)  # asked for every statement: looked up once
         self.blocks[0].guarded = self.guards.file_guarded
@@ -696,6 +696,10 @@ class ContextTracker(BatchableCSTVisitor):
                 and guards.param_guards(self.facts, node):
             self._params.add(node)
             self.guard_depth += 1
+        elif type(func) is cst.Attribute and self.facts.project.gpu_wrappers and guards.reads_gpu_wrapper(
+                self.facts, func, self.function):
+            self._params.add(node)  # `model.module.f(x.cuda())`: only the GPU path has `.module`
+            self.guard_depth += 1
 
 
 class _Closer(BatchableCSTVisitor):
@@ -737,6 +741,10 @@ class _Closer(BatchableCSTVisitor):
         t = self.t
         if not t.blocks[-1].guarded and guards.statement_ensures_cuda(t.facts, node, t.guards.ensuring):
             t.blocks[-1].guarded = True
+        elif not t.blocks[-1].guarded and t.facts.project.gpu_wrappers and any(
+                type(s) in (cst.Expr, cst.Assign, cst.AnnAssign) and s.value is not None
+                and guards.reads_gpu_wrapper(t.facts, s.value, t.function) for s in node.body):
+            t.blocks[-1].guarded = True  # `model.module.load(...)`: what follows is on the GPU path
 
     def leave_Call(self, node: cst.Call) -> None:
         if node in self.t._params:

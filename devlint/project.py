@@ -35,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 31
+SUMMARY_VERSION = 32
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,11 @@ class ProjectFacts:
     # hands them, as ``"setup:2:backend"`` (the name as the file spells it, the positional index
     # or -1, the parameter): ``setup(rank, world_size, "nccl")`` starts an NCCL group
     backend_helpers: frozenset = frozenset()
+    # functions this file calls by name, of the project modules it imports or its own, that
+    # return a model wrapped in ``DataParallel`` only when their caller asked for GPUs
+    # (``Summary.gpu_wrappers``): ``model = create_model(opt)`` then ``model.module.f(...)`` reads
+    # an attribute only the wrapper has, so that code runs only on the GPU path
+    gpu_wrappers: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -132,7 +137,7 @@ class ProjectFacts:
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
                 or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches)
-                or bool(self.backend_helpers))
+                or bool(self.backend_helpers) or bool(self.gpu_wrappers))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -142,7 +147,7 @@ class ProjectFacts:
                      sorted(self.placing), sorted(self.loader_params),
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
                      sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers),
-                     sorted(self.switches), sorted(self.backend_helpers)))
+                     sorted(self.switches), sorted(self.backend_helpers), sorted(self.gpu_wrappers)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -209,6 +214,11 @@ class Summary:
     # with the backend its caller hands it (``def setup(rank, ws, backend="gloo"):
     # dist.init_process_group(backend, ...)``): a call handing it ``"nccl"`` starts an NCCL group
     backend_params: list = field(default_factory=list)
+    # top-level functions that return a model wrapped in ``DataParallel`` /
+    # ``DistributedDataParallel`` only when the caller asked for GPUs (``if len(opt.gpu_ids):
+    # model = DataParallel(model, device_ids=opt.gpu_ids)`` ... ``return model``): what reads the
+    # result's ``.module`` runs only on that GPU path
+    gpu_wrappers: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -1119,7 +1129,7 @@ def _passed_saves(tree: ast.AST) -> set:
 
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
-    if _NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None:
+    if _NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None and not _may_wrap(source):
         return _text_summary(source)
     try:
         tree = ast.parse(source)
@@ -1187,6 +1197,8 @@ def summarize(source: bytes) -> Optional[Summary]:
     s.dist_checks = sorted(fn.name for fn in funcs if b"is_initialized" in source and _dist_check(fn))
     if b"init_process_group" in source:
         s.backend_params = [p for fn in funcs for p in _backend_params(fn)]
+    if _may_wrap(source):
+        s.gpu_wrappers = sorted(fn.name for fn in funcs if _wraps_for_gpus(fn))
     if _CHECKPOINT_FILE.search(source):
         for st in tree.body:
             if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
@@ -1199,6 +1211,93 @@ def summarize(source: bytes) -> Optional[Summary]:
                                                                         ast.ClassDef))
                           and any(id(n) in saving for n in ast.walk(d)))
     return s
+
+
+_WRAPPERS = ("DataParallel", "DistributedDataParallel")
+_GPU_IF = re.compile(rb"^[ \t]+(?:el)?if[ \t][^\n]*(?:gpu|GPU|cuda|CUDA)", re.M)
+# a user's GPU option read as a condition: a list of ids (`opt.gpu_ids`, `args.gpus`), a count
+# (`n_gpu`, `args.ngpu`), a switch (`args.cuda`, `use_gpu`)
+_GPU_IDS = re.compile(r"gpus?_?ids$|^gpus$", re.I)
+_GPU_COUNT_OR_SWITCH = re.compile(r"^(?:n_?|num_?)gpus?$|^ngpus?$|^gpu_?(?:count|num)$|^(?:use_?|with_?)?(?:cuda|gpus?)$",
+                                  re.I)
+
+
+_READS_MODULE = re.compile(rb"\w\.module\.")
+
+
+def _may_wrap(source: bytes) -> bool:
+    """Cheap text gate for :func:`_wraps_for_gpus`: a wrapper call and a GPU condition."""
+    return b"DataParallel(" in source and _GPU_IF.search(source) is not None
+
+
+def _asks_for_gpus(test: ast.AST) -> bool:
+    """``test`` true means the caller asked for GPUs: ``len(opt.gpu_ids)``, ``len(gpu_ids) > 0``,
+    ``args.cuda``, ``n_gpu > 1``, ``torch.cuda.is_available()``, or a conjunction with one."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_asks_for_gpus(v) for v in test.values)
+    if _availability(test) == 1:
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        right = test.comparators[0]
+        if not (isinstance(right, ast.Constant) and type(right.value) is int):
+            return False
+        op, n = test.ops[0], right.value
+        positive = ((isinstance(op, ast.Gt) and n >= 0) or (isinstance(op, ast.GtE) and n >= 1)
+                    or (isinstance(op, ast.NotEq) and n == 0))
+        return positive and _gpu_amount(test.left)
+    return _gpu_amount(test)
+
+
+def _gpu_amount(e: ast.AST) -> bool:
+    """``len(opt.gpu_ids)``, ``opt.gpu_ids``, ``args.ngpu``, ``use_cuda``: read for its truth."""
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "len" and len(e.args) == 1:
+        last = (_dotted(e.args[0]) or "").rsplit(".", 1)[-1]
+        return _GPU_IDS.search(last) is not None
+    last = (_dotted(e) or "").rsplit(".", 1)[-1]
+    return bool(last) and (_GPU_IDS.search(last) is not None or _GPU_COUNT_OR_SWITCH.search(last) is not None)
+
+
+def _wraps_for_gpus(fn) -> bool:
+    """``fn`` returns a name that it binds to a ``DataParallel`` / ``DistributedDataParallel``
+    wrapper, and binds so only inside branches taken when the caller asked for GPUs."""
+    wrapped: dict = {}  # name -> every wrap of it is on a GPU branch
+
+    def walk(stmts: list, on_gpu: bool) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(st, ast.If):
+                walk(st.body, on_gpu or _asks_for_gpus(st.test))
+                walk(st.orelse, on_gpu)
+                continue
+            if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                    and isinstance(st.value, ast.Call)
+                    and (_dotted(st.value.func) or "").rsplit(".", 1)[-1] in _WRAPPERS):
+                name = st.targets[0].id
+                wrapped[name] = wrapped.get(name, True) and on_gpu
+            for field_name in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(st, field_name, None)
+                if isinstance(inner, list):
+                    walk([x for x in inner if isinstance(x, ast.stmt)], on_gpu)
+                    for h in inner:
+                        if isinstance(h, ast.ExceptHandler):
+                            walk(h.body, on_gpu)
+
+    walk(fn.body, False)
+    if not wrapped:
+        return False
+    returned = {n.value.id for n in _own_nodes(fn) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
+    return any(ok and name in returned for name, ok in wrapped.items())
+
+
+def _own_nodes(fn):
+    """The nodes of ``fn``'s body, not those of functions or classes defined inside it."""
+    stack = list(fn.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(n))
 
 
 def _backend_params(fn) -> list:
@@ -2448,7 +2547,23 @@ class ProjectIndex:
                             checkpoint_paths=frozenset(paths), imported=reused, cuda_callers=callers,
                             switches=self._switches(path, source) if need_cuda else frozenset(),
                             backend_helpers=self._backend_helpers(path) if need_cuda and b"nccl" in source
+                            else frozenset(),
+                            gpu_wrappers=self._gpu_wrappers(source, imported) if need_cuda and _READS_MODULE.search(source)
                             else frozenset())
+
+    def _gpu_wrappers(self, source: bytes, imported: list) -> frozenset:
+        """``ProjectFacts.gpu_wrappers``: the imported ones from their modules' summaries; the
+        file's own from its text (an ``ast`` read, only when the text could hold one)."""
+        out = self._imported_functions(source, imported, (b"DataParallel(",), "gpu_wrappers")
+        if _may_wrap(source):
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                tree = None
+            if tree is not None:
+                out |= {fn.name for fn in tree.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and _wraps_for_gpus(fn)}
+        return frozenset(out)
 
     def _backend_helpers(self, path: str) -> frozenset:
         """``ProjectFacts.backend_helpers``: imported project functions whose backend is a parameter."""

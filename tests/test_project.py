@@ -1197,3 +1197,54 @@ def test_absolute_imports_resolve_from_a_sub_project_root(tmp_path, monkeypatch)
                      # without a project file of its own `a3/` is a plain directory: nothing resolves
                      "a3/src/ddp/basics.py": BACKEND_HELPER, "a3/src/ddp/zero.py": zero})
     assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL004"] == [("a3/src/ddp/zero.py", 6, "DL004")]
+
+
+# a project factory that wraps the model in DataParallel only when GPUs were asked for: only that
+# path has `.module`, so code reading `model.module` is on it
+WRAPPING_FACTORY = ("import torch\nfrom torch import nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__()\n        self.enc = nn.Linear(4, 2)\n\n"
+                    "def create_model(opt):\n    model = Model()\n"
+                    "    if opt.is_train and len(opt.gpu_ids) and not opt.fp16:\n"
+                    "        model = torch.nn.DataParallel(model, device_ids=opt.gpu_ids)\n    return model\n")
+READS_MODULE = ("import torch\nfrom models import create_model\nfrom options import opt\n\n"
+                "model = create_model(opt)\nfor batch in [torch.ones(1, 4)]:\n"
+                "    feat = model.module.enc(batch.cuda())\n"
+                "model.module.enc.load_state_dict({})\nhead = torch.nn.Linear(2, 1).cuda()\n")
+
+
+def test_code_reading_module_of_a_model_wrapped_only_for_gpus_is_on_the_gpu_path(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "models.py": WRAPPING_FACTORY, "options.py": "opt = None\n",
+                     "features.py": READS_MODULE})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "features.py"] == []
+
+
+def test_a_wrap_on_every_path_or_a_model_bound_elsewhere_too_keeps_the_finding(tmp_path, monkeypatch):
+    # DataParallel on a CPU-only machine still wraps (and `.module` exists): no GPU path there
+    always = WRAPPING_FACTORY.replace("    if opt.is_train and len(opt.gpu_ids) and not opt.fp16:\n    ", "")
+    write(tmp_path, {"setup.py": "", "models.py": always, "options.py": "opt = None\n", "features.py": READS_MODULE})
+    found = lint(tmp_path, monkeypatch)
+    assert ("features.py", 7, "DL002") in found and ("features.py", 9, "DL002") in found
+    # the wrap asks the user's fp16 switch, not a GPU: no GPU path either
+    write(tmp_path, {"models.py": WRAPPING_FACTORY.replace("opt.is_train and len(opt.gpu_ids) and not opt.fp16", "opt.fp16")})
+    assert ("features.py", 7, "DL002") in lint(tmp_path, monkeypatch)
+    # `model` is also bound to a wrapper made here on any machine
+    write(tmp_path, {"models.py": WRAPPING_FACTORY,
+                     "features.py": READS_MODULE.replace("model = create_model(opt)\n", "model = create_model(opt)\n"
+                                                         "if opt.multi:\n    model = torch.nn.DataParallel(model)\n")})
+    assert ("features.py", 9, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_a_factory_of_the_file_itself_that_wraps_for_gpus(tmp_path, monkeypatch):
+    own = WRAPPING_FACTORY + "\nclass O:\n    gpu_ids = [0]\n    is_train = True\n    fp16 = False\n\n" + \
+        READS_MODULE.split("\n\n", 1)[1].replace("(opt)", "(O)")
+    write(tmp_path, {"setup.py": "", "run.py": own})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL002"] == []
+
+
+def test_summary_names_functions_that_wrap_only_for_gpus():
+    src = (WRAPPING_FACTORY + "\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n"
+           "        assert torch.cuda.is_available()\n        net.to(gpu_ids[0])\n"
+           "        net = torch.nn.DataParallel(net, gpu_ids)\n    return net\n\n"
+           "def everywhere(net):\n    net = nn.DataParallel(net)\n    return net\n\n"
+           "def not_returned(net, args):\n    if args.cuda:\n        wrapped = nn.DataParallel(net)\n    return net\n")
+    assert summarize(src.encode()).gpu_wrappers == ["create_model", "init_net"]

@@ -885,6 +885,36 @@ def _nccl_collective(facts, call: cst.Call) -> bool:
     return q.startswith("torch.distributed.") and distributed_model(facts).nccl_only
 
 
+def reads_gpu_wrapper(facts, expr: cst.CSTNode, scope) -> bool:
+    """``model.module.netE(...)``, ``model.module.save(...)``: the expression's chain starts at
+    ``N.module`` where every value bound to ``N`` is the result of a function that wraps the
+    model in ``DataParallel`` only when its caller asked for GPUs (``ProjectFacts.gpu_wrappers``).
+    Only the wrapper has ``.module``, so the expression (what its call's arguments hold included,
+    evaluated after the callee) runs only on that GPU path."""
+    wrappers = facts.project.gpu_wrappers
+    node = expr
+    while wrappers:
+        t = type(node)
+        if t is cst.Call or t is cst.Subscript:
+            node = node.func if t is cst.Call else node.value
+        elif t is cst.Attribute:
+            if node.attr.value == "module" and type(node.value) is cst.Name:
+                return _wrapped_for_gpus(facts, node.value.value, scope, wrappers)
+            node = node.value
+        else:
+            return False
+    return False
+
+
+def _wrapped_for_gpus(facts, name: str, scope, wrappers: frozenset) -> bool:
+    values = facts.values
+    vals = values.bound_values(name, scope)
+    if vals is None and scope is not None and (scope, name) not in values._binds:
+        vals = values.bound_values(name, None)  # a module-level model read in a function
+    return bool(vals) and all(type(v) is cst.Call and type(v.func) is cst.Name and v.func.value in wrappers
+                              for v in vals)
+
+
 def statement_ensures_cuda(facts, stmt: cst.CSTNode, ensuring: Optional[set] = None) -> bool:
     """Whether the rest of ``stmt``'s block runs only with a usable GPU (it raises/exits otherwise)."""
     if ensuring is None:
