@@ -35,7 +35,7 @@ from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 32
+SUMMARY_VERSION = 33
 
 
 @dataclass(frozen=True)
@@ -1924,7 +1924,9 @@ class ProjectIndex:
     def _stateless_modules(self, path: str, source: bytes) -> frozenset:
         """Class names this file calls (its own or imported from the project) that are
         stateless nn.Modules (``_stateless_class``)."""
-        called = {m.decode() for m in re.findall(rb"\b([A-Z]\w*)[ \t]*\(", source)}
+        called = {m.decode() for m in re.findall(rb"(?<![.\w])([A-Z]\w*)[ \t]*\(", source)}
+        # `decode.SOLOV2Decoder(...)`, `decode.__dict__["SOLOV2Decoder"](...)`: a class of a module
+        called |= {f"{m.decode()}.{c.decode()}" for m, c in _MODULE_CLASS_CALL.findall(source)}
         return frozenset(n for n in called if self._stateless_class(path, n))
 
     def _project_files(self) -> list:
@@ -2290,7 +2292,10 @@ class ProjectIndex:
                 if base == spelled or not self._stateless_class(path, base, depth - 1):
                     return False
             return True
+        head, _, rest = spelled.partition(".")
         for target, names in self.imports(path):
+            if rest and "." not in rest and names is None and _module_stem(target) == head:
+                return self._stateless_class(target, rest, depth - 1)  # `decode.SOLOV2Decoder`
             for n, a in names or ():
                 if (a or n) == spelled:
                     return self._stateless_class(target, n, depth - 1)
@@ -3051,10 +3056,15 @@ def _stateless(body: bytes) -> Optional[frozenset]:
     if _STATEFUL.search(body):
         return None
     held: set = set()
+    data: Optional[set] = None  # parameters of `__init__` whose default is literal data
     for attr, value in _SELF_VALUE.findall(body):
         value = value.strip()
         if _LITERAL.fullmatch(value):
             continue
+        if re.fullmatch(rb"[A-Za-z_]\w*", value):
+            data = _data_defaults(body) if data is None else data
+            if value in data:
+                continue  # `self.strides = strides` with `strides=(8, 16, 32)`: numbers, indexed or not
         m = _NN_CALL.fullmatch(value)
         if m is not None:
             layer, args = m.groups()
@@ -3070,6 +3080,46 @@ def _stateless(body: bytes) -> Optional[frozenset]:
             continue
         return None
     return frozenset(held)
+
+
+# `mod.Class(` / `mod.__dict__["Class"](`: a class read off an imported module (a registry lookup)
+_MODULE_CLASS_CALL = re.compile(rb"(?<![.\w])([a-z_]\w*)\.(?:__dict__\[[ \t]*[\"'])?([A-Z]\w*)(?:[\"'][ \t]*\])?[ \t]*\(")
+
+
+def _module_stem(path: str) -> str:
+    """The name a module file is imported by: ``decode`` for ``.../decode.py`` and ``.../decode/__init__.py``."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem
+
+
+def _data_defaults(body: bytes) -> set:
+    """Parameters of the class's ``__init__`` whose default is literal data: a number, a string,
+    a tuple or list of those (``strides=(8, 8, 16, 32, 32)``). What such a parameter holds is data,
+    not a module: a caller handing a Module for it is no use of the class its author foresaw."""
+    m = re.search(rb"\bdef[ \t]+__init__[ \t]*\(", body)
+    if m is None:
+        return set()
+    depth, i = 1, m.end()
+    while i < len(body) and depth:
+        c = body[i:i + 1]
+        depth += (c == b"(") - (c == b")")
+        i += 1
+    try:
+        fn = ast.parse(b"def f(" + body[m.end():i] + b": pass").body[0]
+    except (SyntaxError, ValueError):
+        return set()
+    args = fn.args.posonlyargs + fn.args.args
+    pairs = list(zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults))
+    pairs += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None]
+    return {a.arg.encode() for a, d in pairs if _literal_data(d)}
+
+
+def _literal_data(d: ast.AST) -> bool:
+    if isinstance(d, (ast.Tuple, ast.List)):
+        return bool(d.elts) and all(_literal_data(e) for e in d.elts)
+    if isinstance(d, ast.UnaryOp) and isinstance(d.op, ast.USub):
+        d = d.operand
+    return isinstance(d, ast.Constant) and isinstance(d.value, (int, float, str, bool)) and d.value is not None
 
 
 # `IOUloss(box_format="xyxy", eps=1e-10)`: an instance of a class the module names (on one line)

@@ -857,6 +857,9 @@ class HardcodedCuda(Rule):
             return False
         if isinstance(expr.func, cst.Name) and self.facts.stateless_module(expr.func.value):
             return True  # a Module (the file's or the project's) holding no parameter or buffer
+        spelled = _module_class(expr.func)
+        if spelled is not None and spelled in self.facts.project.stateless_modules:
+            return True  # `decode.Decoder(...)`, `decode.__dict__["Decoder"](...)`: a project module's class
         q = self.facts.qualname(expr.func) or ""
         last = q.rsplit(".", 1)[-1]
         if q.startswith("timm.loss.") and last in _TIMM_STATELESS_LOSSES:
@@ -1095,3 +1098,14 @@ class HardcodedCuda(Rule):
                 fix = Fix(how, "fall back to the CPU when CUDA is unavailable",
                           {lit: guarded_literal(self.facts, lit)}, needs_torch_import=needs_torch)
                 self.report(lit, msg, fix)
+
+
+def _module_class(func: cst.BaseExpression):
+    """``mod.Cls`` for ``mod.Cls`` and ``mod.__dict__["Cls"]`` (a registry lookup by a literal)."""
+    if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and func.value.attr.value == "__dict__" \
+            and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
+        key = string_value(func.slice[0].slice.value)
+        func = cst.Attribute(func.value.value, cst.Name(key)) if key and key.isidentifier() else None
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        return f"{func.value.value}.{func.attr.value}"
+    return None

@@ -243,6 +243,13 @@ class FactoryWithoutDevice(Rule):
         "    def forward(self, x, kernel=(1, 3, 3, 1), gain=1):\n        k = torch.tensor(kernel, dtype=torch.float32)\n"
         "        k = torch.outer(k, k)\n        k /= torch.sum(k)\n        k = k * gain\n"
         "        return x + k.to(x.device).sum()\n",
+        # a name rebound, after its other bindings, to a host build that the next statement moves
+        # (reads up to the rebinding, its own comprehension's included, see the earlier value)
+        "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n"
+        "    def forward(self, preds, target):\n        anchors = self.anchors(preds)\n"
+        "        anchors = torch.cat([torch.tensor(a).view(-1, 4) for a in anchors])\n"
+        "        batch = anchors.unsqueeze(0).repeat(target.shape[0], 1, 1).to(target.device)\n"
+        "        return batch - target\n",
         # a table filled on the host, returned to callers that register or place it (kornia, timm)
         "import torch\nfrom torch import nn\nclass PE(nn.Module):\n"
         "    def __init__(self, d: int):\n        super().__init__()\n        self.d = d\n"
@@ -283,6 +290,22 @@ class FactoryWithoutDevice(Rule):
             "import torch\nfrom torch import nn\nclass FE(nn.Module):\n    def forward(self, x, n, trunc):\n"
             "        pos = torch.rand([1]) * (n - trunc)\n        pos = torch.cat([pos, x[0]])\n"
             "        return x[:, pos:trunc + pos]\n"),
+        # a rebound host build that meets the device input unmoved
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def forward(self, preds, target):\n"
+            "        anchors = self.anchors(preds)\n        anchors = torch.cat([torch.tensor(a) for a in anchors])\n"
+            "        return anchors * target\n"),
+        # ... or is rebound in a loop, where the next round's read may see either value
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def forward(self, preds, target):\n"
+            "        anchors = self.anchors(preds)\n        for p in preds:\n"
+            "            y = anchors * p\n            anchors = torch.cat([torch.tensor(a) for a in anchors])\n"
+            "            z = anchors.to(target.device)\n        return y, z\n",
+            "import torch\nfrom torch import nn\nclass Loss(nn.Module):\n    def forward(self, preds, target):\n"
+            "        anchors = self.anchors(preds)\n        for p in preds:\n"
+            "            y = anchors * p\n"
+            "            anchors = torch.cat([torch.tensor(a, device=target.device) for a in anchors])\n"
+            "            z = anchors.to(target.device)\n        return y, z\n"),
         # ... nor is a value read as a tensor after its step
         Invalid(
             "import torch\nfrom torch import nn\nclass FE(nn.Module):\n    def forward(self, x, n, trunc):\n"

@@ -1248,3 +1248,28 @@ def test_summary_names_functions_that_wrap_only_for_gpus():
            "def everywhere(net):\n    net = nn.DataParallel(net)\n    return net\n\n"
            "def not_returned(net, args):\n    if args.cuda:\n        wrapped = nn.DataParallel(net)\n    return net\n")
     assert summarize(src.encode()).gpu_wrappers == ["create_model", "init_net"]
+
+
+# a stateless project Module read off its module (`decode.Decoder(...)`, a registry lookup
+# `decode.__dict__["Decoder"](...)`): `.cuda()` on it moves nothing
+STATELESS_DECODER = ("import torch\nfrom torch import nn\n\nclass Decoder(nn.Module):\n"
+                     "    def __init__(self, strides=(8, 16, 32), topn=100):\n        super().__init__()\n"
+                     "        self.strides = strides\n        self.topn = topn\n\n"
+                     "    def forward(self, x):\n        return x[:, :self.topn] * self.strides[0]\n")
+BUILDS_DECODER = ("import torch\nfrom pkg import decode\n\n"
+                  "a = decode.__dict__['Decoder'](**{'strides': (8, 16, 32)}).cuda()\n"
+                  "b = decode.Decoder(topn=50).cuda()\n")
+
+
+def test_cuda_on_a_stateless_module_read_off_a_project_module_moves_nothing(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "pkg/__init__.py": "", "pkg/decode.py": STATELESS_DECODER,
+                     "configs/cfg.py": BUILDS_DECODER})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL002"] == []
+
+
+def test_a_decoder_holding_what_its_caller_hands_it_keeps_the_finding(tmp_path, monkeypatch):
+    # no literal default: `strides` may be a Module list the caller built
+    held = STATELESS_DECODER.replace("strides=(8, 16, 32)", "strides")
+    write(tmp_path, {"setup.py": "", "pkg/__init__.py": "", "pkg/decode.py": held, "configs/cfg.py": BUILDS_DECODER})
+    found = lint(tmp_path, monkeypatch)
+    assert ("configs/cfg.py", 4, "DL002") in found and ("configs/cfg.py", 5, "DL002") in found

@@ -327,7 +327,11 @@ class _Flow:
                 if not isinstance(tgt, cst.Name):
                     return False
                 if tgt.value not in self.host:
-                    if not self._branch_binding(tgt.value, p):
+                    if self._branch_binding(tgt.value, p):
+                        pass
+                    elif self._rebinding(tgt.value, p):
+                        self.after[tgt.value] = p  # reads up to here see the name's earlier value
+                    else:
                         return False
                     self.host = self.host | {tgt.value}  # for this question only (ends_placed restores it)
                 names.append(tgt.value)
@@ -397,6 +401,7 @@ class _Flow:
 
     def ends_placed(self, call: cst.Call, follow_return) -> bool:
         host = self.host
+        self.after: Dict[str, cst.CSTNode] = {}  # name -> the statement rebinding it to the value
         try:
             return self._ends_placed(call, follow_return)
         finally:
@@ -424,6 +429,8 @@ class _Flow:
             for u in self.use.loads.get(n, []):
                 if n in first and isinstance(binding, cst.Assign) and self._other_branch(binding, u):
                     continue
+                if n in self.after and self._reads_before(u, self.after[n]):
+                    continue
                 r = self._way_out(u, names, follow_return)
                 if r is False:
                     return False
@@ -435,6 +442,11 @@ class _Flow:
         """``stmt`` binds ``name`` in one branch of an ``if`` and every other binding of it lies in
         another branch (``if w > 0: p = loss(x) else: p = torch.tensor([0.0])``): what follows the
         ``if`` may hold either, what the other branch reads is the other one."""
+        others = [n for n in self._binders_of(name) if n is not stmt]
+        return bool(others) and all(isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+                                    and self._other_branch(stmt, n) for n in others)
+
+    def _binders_of(self, name: str) -> list:
         binders = self.__dict__.get("_binders")
         if binders is None:  # name -> the nodes binding it, once per method
             binders = self.__dict__["_binders"] = {}
@@ -443,9 +455,53 @@ class _Flow:
                                   cst.NamedExpr)):
                     for x in _assigned_names(n):
                         binders.setdefault(x, []).append(n)
-        others = [n for n in binders.get(name, ()) if n is not stmt]
-        return bool(others) and all(isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
-                                    and self._other_branch(stmt, n) for n in others)
+        return binders.get(name, [])
+
+    def _line_of(self, stmt: cst.CSTNode):
+        """``(block, index)`` of the simple statement line holding ``stmt`` in a block of the
+        method with no loop around it (a loop could carry a later binding round to it)."""
+        up = self.use.parent.get
+        line = up(stmt)
+        block = up(line)
+        if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, cst.IndentedBlock):
+            return None
+        node = block
+        while node is not None and node is not self.fn:
+            if isinstance(node, (cst.For, cst.While)):
+                return None
+            node = up(node)
+        return block, block.body.index(line)
+
+    def _within_earlier(self, node: cst.CSTNode, block, index: int) -> bool:
+        """``node`` sits in one of ``block``'s statements before ``index``."""
+        up = self.use.parent.get
+        earlier = {id(s) for s in block.body[:index]}
+        while node is not None:
+            if id(node) in earlier:
+                return True
+            node = up(node)
+        return False
+
+    def _rebinding(self, name: str, stmt: cst.Assign) -> bool:
+        """``stmt`` rebinds ``name`` after every other binding of it, in straight-line code
+        (``anchors = self.anchors(sizes)`` ... ``anchors = torch.cat([torch.tensor(a) for a in
+        anchors])``): reads after it see the new value, reads up to it the old one."""
+        at = self._line_of(stmt)
+        if at is None:
+            return False
+        others = [n for n in self._binders_of(name) if n is not stmt]
+        return bool(others) and all(self._within_earlier(n, *at) for n in others)
+
+    def _reads_before(self, use: cst.CSTNode, stmt: cst.Assign) -> bool:
+        """``use`` reads the name before ``stmt`` rebinds it: in its value, or earlier."""
+        up = self.use.parent.get
+        node = use
+        while node is not None:
+            if node is stmt:
+                return True
+            node = up(node)
+        at = self._line_of(stmt)
+        return at is not None and self._within_earlier(use, *at)
 
     def _other_branch(self, stmt: cst.CSTNode, use: cst.CSTNode) -> bool:
         """``use`` sits in another branch of an ``if`` that encloses ``stmt`` (with no loop between
