@@ -1222,9 +1222,6 @@ _GPU_COUNT_OR_SWITCH = re.compile(r"^(?:n_?|num_?)gpus?$|^ngpus?$|^gpu_?(?:count
                                   re.I)
 
 
-_READS_MODULE = re.compile(rb"\w\.module\.")
-
-
 def _may_wrap(source: bytes) -> bool:
     """Cheap text gate for :func:`_wraps_for_gpus`: a wrapper call and a GPU condition."""
     return b"DataParallel(" in source and _GPU_IF.search(source) is not None
@@ -1925,8 +1922,13 @@ class ProjectIndex:
         """Class names this file calls (its own or imported from the project) that are
         stateless nn.Modules (``_stateless_class``)."""
         called = {m.decode() for m in re.findall(rb"(?<![.\w])([A-Z]\w*)[ \t]*\(", source)}
-        # `decode.SOLOV2Decoder(...)`, `decode.__dict__["SOLOV2Decoder"](...)`: a class of a module
-        called |= {f"{m.decode()}.{c.decode()}" for m, c in _MODULE_CLASS_CALL.findall(source)}
+        # `decode.SOLOV2Decoder(...)`, `decode.__dict__["SOLOV2Decoder"](...)`: a class of a project
+        # module the file imports whole
+        heads = sorted({_module_stem(t) for t, names in self.imports(path) if names is None})
+        heads = [h for h in heads if h.isidentifier() and h.encode() + b"." in source]
+        if heads:  # (a pattern led by the names themselves: a class-led one scans every byte)
+            pat = re.compile(rb"(?<![.\w])(" + "|".join(heads).encode() + _MODULE_CLASS_TAIL)
+            called |= {f"{m.decode()}.{c.decode()}" for m, c in pat.findall(source)}
         return frozenset(n for n in called if self._stateless_class(path, n))
 
     def _project_files(self) -> list:
@@ -2553,7 +2555,7 @@ class ProjectIndex:
                             switches=self._switches(path, source) if need_cuda else frozenset(),
                             backend_helpers=self._backend_helpers(path) if need_cuda and b"nccl" in source
                             else frozenset(),
-                            gpu_wrappers=self._gpu_wrappers(source, imported) if need_cuda and _READS_MODULE.search(source)
+                            gpu_wrappers=self._gpu_wrappers(source, imported) if need_cuda and b".module." in source
                             else frozenset())
 
     def _gpu_wrappers(self, source: bytes, imported: list) -> frozenset:
@@ -2628,7 +2630,7 @@ class ProjectIndex:
         """A Cog predictor (``from cog import BasePredictor``) of a project whose ``cog.yaml``
         builds a GPU image (``build: gpu: true``): Cog runs it only in that container, so it is
         CUDA-only by the project's own declaration (the nearest ``cog.yaml`` up to the root)."""
-        if _COG_IMPORT.search(source) is None:
+        if b"cog" not in source or _COG_IMPORT.search(source) is None:
             return False
         d = os.path.dirname(os.path.abspath(path))
         while os.path.commonpath([d, self.root]) == self.root:
@@ -3083,7 +3085,7 @@ def _stateless(body: bytes) -> Optional[frozenset]:
 
 
 # `mod.Class(` / `mod.__dict__["Class"](`: a class read off an imported module (a registry lookup)
-_MODULE_CLASS_CALL = re.compile(rb"(?<![.\w])([a-z_]\w*)\.(?:__dict__\[[ \t]*[\"'])?([A-Z]\w*)(?:[\"'][ \t]*\])?[ \t]*\(")
+_MODULE_CLASS_TAIL = rb")\.(?:__dict__\[[ \t]*[\"'])?([A-Z]\w*)(?:[\"'][ \t]*\])?[ \t]*\("
 
 
 def _module_stem(path: str) -> str:
