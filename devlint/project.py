@@ -30,12 +30,13 @@ import hashlib
 import json
 import os
 import re
+import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 33
+SUMMARY_VERSION = 34
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,10 @@ class ProjectFacts:
     # (``Summary.gpu_wrappers``): ``model = create_model(opt)`` then ``model.module.f(...)`` reads
     # an attribute only the wrapper has, so that code runs only on the GPU path
     gpu_wrappers: frozenset = frozenset()
+    # checkpoint file names this file spells (``"Ybar_t.pkl"``, templates as ``"step_o_t_*.pkl"``)
+    # whose every copy in the project tree is a torch file holding CPU storages only: a data
+    # file shipped with the code, which loads anywhere
+    host_blobs: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -137,7 +142,7 @@ class ProjectFacts:
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
                 or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches)
-                or bool(self.backend_helpers) or bool(self.gpu_wrappers))
+                or bool(self.backend_helpers) or bool(self.gpu_wrappers) or bool(self.host_blobs))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -147,7 +152,8 @@ class ProjectFacts:
                      sorted(self.placing), sorted(self.loader_params),
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
                      sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers),
-                     sorted(self.switches), sorted(self.backend_helpers), sorted(self.gpu_wrappers)))
+                     sorted(self.switches), sorted(self.backend_helpers), sorted(self.gpu_wrappers),
+                     sorted(self.host_blobs)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -1458,6 +1464,8 @@ class ProjectIndex:
         self._ensures_memo: dict = {}  # (path, function) -> requires CUDA, through other modules too
         self._callers_memo: dict = {}  # (path, name) -> (run, every use of it requires CUDA anyway)
         self._notebooks: list = []  # every notebook of the project, listed with the Python files
+        self._blobs: dict = {}  # checkpoint-like files of the project by name, listed with them
+        self._blob_host: dict = {}  # path -> (stamp, holds CPU storages only?)
         self._recs: list = []  # dependency sets being recorded (innermost last)
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
@@ -1957,14 +1965,19 @@ class ProjectIndex:
     def _walk_files(self) -> list:
         out: list = []
         notebooks: list = []
+        blobs: dict = {}
         for d, dirs, files in os.walk(self.root):
             dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
             self._note(d, _stamp(d))
             out += [os.path.join(d, f) for f in sorted(files) if f.endswith(".py")]
             notebooks += [os.path.join(d, f) for f in sorted(files) if f.endswith(".ipynb")]
+            for f in files:
+                if f.endswith(_BLOB_EXTENSIONS):
+                    blobs.setdefault(f, []).append(os.path.join(d, f))
             if len(out) > 5000:
                 break
         self._notebooks = notebooks
+        self._blobs = blobs
         return out
 
     def _default_left(self, path: str, callee: str, param: str, pos: Optional[int]) -> bool:
@@ -2556,7 +2569,53 @@ class ProjectIndex:
                             backend_helpers=self._backend_helpers(path) if need_cuda and b"nccl" in source
                             else frozenset(),
                             gpu_wrappers=self._gpu_wrappers(source, imported) if need_cuda and b".module." in source
-                            else frozenset())
+                            else frozenset(),
+                            host_blobs=self._host_blobs(source) if need_ckpt else frozenset())
+
+    def _host_blobs(self, source: bytes) -> frozenset:
+        """``ProjectFacts.host_blobs``: of the checkpoint names the file spells in string
+        literals, those whose every file of that name in the project is a torch file with CPU
+        storages only (at least one)."""
+        spelled = set()
+        for m in _SPELLED_BLOB.finditer(source):
+            text = m.group(1).decode("utf-8", "replace")
+            name = name_template(text, "format") if "{" in text else os.path.basename(text.replace("\\", "/"))
+            if name:
+                spelled.add(name)
+        if not spelled:
+            return frozenset()
+        self._project_files()  # (lists the project's checkpoint-like files too)
+        out = set()
+        for name in spelled:
+            paths = [p for n, ps in self._blobs.items() if same_file(name, n) for p in ps]
+            if paths and all(self._host_blob(p) for p in paths):
+                out.add(name)
+        return frozenset(out)
+
+    def _host_blob(self, path: str) -> bool:
+        """``path`` is a torch file (or a pickle) whose storages are all on the CPU, read without
+        torch: a zip checkpoint's ``data.pkl`` names each storage's location, a legacy one (read
+        only up to 2 MB) spells them in its pickle. Any ``cuda`` in there says no; so does a file
+        that is neither (a Git LFS pointer, say)."""
+        stamp = _stamp(path)
+        self._note(path, stamp)
+        hit = self._blob_host.get(path)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        host = False
+        try:
+            if zipfile.is_zipfile(path):
+                with zipfile.ZipFile(path) as z:
+                    pkls = [n for n in z.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
+                    host = len(pkls) == 1 and b"cuda" not in z.read(pkls[0])
+            elif stamp is not None and os.path.getsize(path) <= _LEGACY_BLOB_LIMIT:
+                with open(path, "rb") as f:
+                    data = f.read()
+                host = data[:1] == b"\x80" and b"cuda" not in data
+        except (OSError, zipfile.BadZipFile, ValueError, RuntimeError):
+            host = False
+        self._blob_host[path] = (stamp, host)
+        return host
 
     def _gpu_wrappers(self, source: bytes, imported: list) -> frozenset:
         """``ProjectFacts.gpu_wrappers``: the imported ones from their modules' summaries; the
@@ -3085,6 +3144,12 @@ def _stateless(body: bytes) -> Optional[frozenset]:
 
 
 # `mod.Class(` / `mod.__dict__["Class"](`: a class read off an imported module (a registry lookup)
+# checkpoint-like data files a project may ship beside its code, and how they are spelled in a
+# string literal of the loading code (an f-string's fields as `{...}`)
+_BLOB_EXTENSIONS = (".pt", ".pth", ".pkl", ".th", ".ckpt", ".tar", ".pickle")
+_SPELLED_BLOB = re.compile(rb"""["']([^"'\n]{0,200}\.(?:pt|pth|pkl|th|ckpt|tar|pickle))["']""")
+_LEGACY_BLOB_LIMIT = 2 * 1024 * 1024
+
 _MODULE_CLASS_TAIL = rb")\.(?:__dict__\[[ \t]*[\"'])?([A-Z]\w*)(?:[\"'][ \t]*\])?[ \t]*\("
 
 

@@ -32,7 +32,10 @@ class LoadWithoutMapLocation(Rule):
     handed the location of (`early_stopping(loss, model, path)` ... `torch.load(path +
     "/checkpoint.pth")`: written by the same run); and, where every checkpoint the
     program saves is moved to the host by the saving code, a file no save names (one the
-    command line named). A load whose values the code turns into arrays (`v.numpy()` on
+    command line named); and a file the project ships in its tree whose every copy of that
+    name is a torch file with CPU storages only (`torch.load('./sanity_data/Ybar_t.pkl')`,
+    read without torch: a zip checkpoint's `data.pkl` names where each storage lives; a Git
+    LFS pointer or a file with any `cuda` storage keeps the finding). A load whose values the code turns into arrays (`v.numpy()` on
     each, `sd[k].numpy()`, or the load itself: `torch.load(p).numpy()`) holds host tensors
     too: `.numpy()` raises on a CUDA tensor on any machine.
 

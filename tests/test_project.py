@@ -1273,3 +1273,54 @@ def test_a_decoder_holding_what_its_caller_hands_it_keeps_the_finding(tmp_path, 
     write(tmp_path, {"setup.py": "", "pkg/__init__.py": "", "pkg/decode.py": held, "configs/cfg.py": BUILDS_DECODER})
     found = lint(tmp_path, monkeypatch)
     assert ("configs/cfg.py", 4, "DL002") in found and ("configs/cfg.py", 5, "DL002") in found
+
+
+# a data file shipped in the tree: its storages' locations are in the file, read without torch
+SHIPPED_LOADER = ("import torch\n\ndef check(i):\n    y = torch.load('./sanity_data/Ybar_t.pkl')\n"
+                  "    s = torch.load(f'./sanity_data/step_{i}.pkl')\n    return y, s\n")
+
+
+def _cpu_blob(path: Path) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(torch.ones(2, 3), str(path))
+
+
+def _cuda_blob(path: Path) -> None:
+    """A zip checkpoint whose pickle places a storage on ``cuda:0`` (as a GPU run writes it)."""
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("archive/data.pkl", b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nq\x00((X\x07\x00\x00\x00storageq\x01"
+                                       b"ctorch\nFloatStorage\nq\x02X\x01\x00\x00\x000q\x03X\x06\x00\x00\x00cuda:0q\x04K\x06tq\x05.")
+        z.writestr("archive/version", b"3\n")
+
+
+def test_a_checkpoint_shipped_in_the_tree_with_cpu_storages_loads_anywhere(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "a3/sanity_check.py": SHIPPED_LOADER})
+    for name in ("Ybar_t.pkl", "step_0.pkl", "step_1.pkl"):
+        _cpu_blob(tmp_path / "a3" / "sanity_data" / name)
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == []
+
+
+def test_a_shipped_file_with_a_cuda_storage_or_no_torch_file_keeps_the_finding(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "a3/sanity_check.py": SHIPPED_LOADER})
+    _cpu_blob(tmp_path / "a3" / "sanity_data" / "step_0.pkl")
+    _cuda_blob(tmp_path / "a3" / "sanity_data" / "step_1.pkl")  # one of the template's files is a GPU one
+    # a Git LFS pointer: the bytes are not in the checkout
+    (tmp_path / "a3" / "sanity_data" / "Ybar_t.pkl").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 808\n")
+    assert sorted(f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005") == [
+        ("a3/sanity_check.py", 4, "DL005"), ("a3/sanity_check.py", 5, "DL005")]
+
+
+def test_cache_follows_a_shipped_file_replaced_by_a_gpu_one(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "a3/sanity_check.py": SHIPPED_LOADER.replace(
+        "    s = torch.load(f'./sanity_data/step_{i}.pkl')\n", "    s = None\n")})
+    blob = tmp_path / "a3" / "sanity_data" / "Ybar_t.pkl"
+    _cpu_blob(blob)
+    assert lint(tmp_path, monkeypatch, cache=True) == []
+    _cuda_blob(blob)
+    assert lint(tmp_path, monkeypatch, cache=True) == [("a3/sanity_check.py", 4, "DL005")]

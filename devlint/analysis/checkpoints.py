@@ -622,6 +622,8 @@ def project_holds_host(path: cst.BaseExpression, project) -> bool:
         gpu = any(same_file(name, n) for n in project.gpu_files)
         if gpu or any(same_file(name, n) for n in project.host_files):
             return not gpu
+        if any(same_file(name, n) for n in project.host_blobs):
+            return True  # shipped in the tree, every storage of every copy on the CPU
     return project.host_program
 
 
