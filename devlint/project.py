@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import re
-import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
@@ -2602,6 +2601,8 @@ class ProjectIndex:
         hit = self._blob_host.get(path)
         if hit is not None and hit[0] == stamp:
             return hit[1]
+        import zipfile  # (only a project that ships checkpoint files pays for the import)
+
         host = False
         try:
             if zipfile.is_zipfile(path):
