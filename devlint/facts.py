@@ -700,6 +700,9 @@ class ContextTracker(BatchableCSTVisitor):
                 self.facts, func, self.function):
             self._params.add(node)  # `model.module.f(x.cuda())`: only the GPU path has `.module`
             self.guard_depth += 1
+        elif node.args and guards.ASKS_FLASH_WORD in self.facts.source and guards.requests_flash_attention(node):
+            self._params.add(node)  # `from_pretrained(..., attn_implementation="flash_attention_2", device_map="cuda:0")`
+            self.guard_depth += 1
 
 
 class _Closer(BatchableCSTVisitor):

@@ -60,7 +60,8 @@ class HardcodedCuda(Rule):
     a function that launches a Triton kernel of its file (`kernel[grid](...)` on a
     `@triton.jit` function), `.cuda(i)` under `if i is not None:` (None is the author's CPU
     path), code after diffusers' `enable_xformers_memory_efficient_attention()` (it raises
-    without CUDA), and for a `device="cuda"` default that every call in the file overrides. A file or
+    without CUDA), a `from_pretrained(..., attn_implementation="flash_attention_2")` call and
+    the code after it (transformers raises without a GPU), and for a `device="cuda"` default that every call in the file overrides. A file or
     function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
 
     ## Why is this bad?

@@ -195,3 +195,31 @@ def test_enabling_xformers_only_where_cuda_is_up_guards_nothing_after_it():
                            "        if torch.cuda.is_available():\n"
                            "            unet.enable_xformers_memory_efficient_attention()\n")
     assert _codes(src) == [(8, "DL002"), (9, "DL002")]
+
+
+# ---- thirteenth round: transformers' FlashAttention 2 request raises without a GPU ------------------
+
+FLASH = '''\
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    def get_models(path):
+        model = AutoModelForCausalLM.from_pretrained(
+            path, attn_implementation="flash_attention_2", device_map="cuda:0")
+        ref = AutoModelForCausalLM.from_pretrained(path, use_flash_attention_2=True).to("cuda:1")
+        model = model.to("cuda:0")
+        return model, ref
+    '''
+
+
+def test_a_flash_attention_2_request_and_what_follows_it_run_only_with_a_gpu():
+    # transformers' `_check_and_enable_flash_attn_2`: ImportError without flash_attn (every CPU-only
+    # build), ValueError on a CUDA build with no GPU
+    assert _codes(FLASH) == []
+
+
+def test_another_attention_or_one_chosen_at_run_time_guards_nothing():
+    assert _codes(FLASH.replace('"flash_attention_2"', '"sdpa"').replace("use_flash_attention_2=True", "low_cpu_mem_usage=True")) == [
+        (6, "DL002"), (7, "DL002"), (8, "DL002")]
+    assert (6, "DL002") in _codes(FLASH.replace('attn_implementation="flash_attention_2"', "attn_implementation=attn")
+                                  .replace("use_flash_attention_2=True", "use_flash_attention_2=flash"))

@@ -858,7 +858,32 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
     if t is cst.Expr and type(value.func) is cst.Attribute and value.func.attr.value in _RAISES_WITHOUT_CUDA:
         return True  # `unet.enable_xformers_memory_efficient_attention()`: diffusers raises without CUDA
+    if ASKS_FLASH_WORD in facts.source and requests_flash_attention(value):
+        return True  # `from_pretrained(..., attn_implementation="flash_attention_2")` raises without a GPU
     return _calls_ensuring(facts, value, ensuring)
+
+
+ASKS_FLASH_WORD = b"flash_attention_"
+_FLASH_IMPLEMENTATIONS = frozenset({"flash_attention_2", "flash_attention_3"})
+
+
+def requests_flash_attention(call: cst.Call) -> bool:
+    """``AutoModel.from_pretrained(name, attn_implementation="flash_attention_2", ...)`` (also
+    ``use_flash_attention_2=True``, and further calls chained on it): transformers' check of the
+    request raises without a usable GPU (``_check_and_enable_flash_attn_2``: ImportError when
+    ``flash_attn`` is missing, as on every CPU-only build; ValueError on a CUDA build with no GPU)."""
+    node: cst.CSTNode = call
+    while type(node) is cst.Call:
+        for a in node.args:
+            if a.keyword is None:
+                continue
+            if a.keyword.value == "attn_implementation" and string_value(a.value) in _FLASH_IMPLEMENTATIONS:
+                return True
+            if a.keyword.value == "use_flash_attention_2" and type(a.value) is cst.Name and a.value.value == "True":
+                return True
+        func = node.func
+        node = func.value if type(func) is cst.Attribute else None
+    return False
 
 
 # library methods documented to raise when CUDA is absent: diffusers' (and its copies')
