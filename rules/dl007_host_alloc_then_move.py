@@ -72,6 +72,28 @@ def device_evidence(facts, node: cst.BaseExpression, scope=None, cls=None) -> bo
     return facts.kind_of(node, scope, cls) == DEVICE
 
 
+# torch functions whose positional arguments are array data (a number, never a device or dtype)
+_ELEMENTWISE = frozenset("""exp exp2 expm1 log log1p log2 log10 logaddexp logaddexp2 logsumexp sqrt rsqrt
+    abs sign sin cos tan tanh sigmoid maximum minimum atan2 hypot pow mul add sub div square erf
+    floor ceil round clamp clip lerp""".split())
+
+
+def _operand_is(e: cst.BaseExpression, code: str, code_of) -> bool:
+    """``e`` is the value spelled ``code``, or arithmetic of it with a number (``-2. * x``)."""
+    if isinstance(e, cst.UnaryOperation):
+        e = e.expression
+    if isinstance(e, cst.BinaryOperation):
+        num = (cst.Integer, cst.Float)
+        left = e.left.expression if isinstance(e.left, cst.UnaryOperation) else e.left
+        right = e.right.expression if isinstance(e.right, cst.UnaryOperation) else e.right
+        if isinstance(left, num):
+            return code_of(e.right) == code
+        if isinstance(right, num):
+            return code_of(e.left) == code
+        return False
+    return code_of(e) == code
+
+
 def _size_args(factory: str) -> int:
     """Positional arguments that are never a dtype (a generous bound: sizes / ranges / fill)."""
     return 99 if factory in ("zeros", "ones", "empty", "rand", "randn", "eye") else 3
@@ -155,6 +177,10 @@ class HostAllocThenMove(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # `.to(dt)` where `dt` only reaches a factory (a fill value, a size) and keywords: no evidence
+        # it is a tensor rather than a dtype
+        "import torch\ndef f(dt, n):\n    w = torch.full((n,), 2.0, dtype=dt)\n"
+        "    return torch.zeros(n).to(dt) + torch.exp(w)\n",
         # `device=None` in every call the file makes: `.to(None)` copies nothing (rotary embeddings)
         "import torch\nfrom torch import nn\nclass Rotary(nn.Module):\n"
         "    def __init__(self, dim, base=10000, device=None):\n        super().__init__()\n"
@@ -300,6 +326,11 @@ class HostAllocThenMove(Rule):
         Invalid("import torch\ndef f(x, model):\n    zero = torch.zeros(x.shape[0], 1).to(x)\n    return model(x, zero)\n",
                 "import torch\ndef f(x, model):\n    zero = torch.zeros(x.shape[0], 1, dtype=x.dtype, device=x.device)\n"
                 "    return model(x, zero)\n"),
+        # `.to(lamb)` where `lamb` (times a number) is handed to an elementwise torch function: a tensor
+        Invalid("import torch\ndef inverse_lambda(lamb, b):\n"
+                "    return b * torch.logaddexp(-2. * lamb, torch.zeros((1,)).to(lamb))\n",
+                "import torch\ndef inverse_lambda(lamb, b):\n"
+                "    return b * torch.logaddexp(-2. * lamb, torch.zeros((1,), dtype=lamb.dtype, device=lamb.device))\n"),
         # a math constant in the arithmetic, a cast to a dtype on the way: still one host build
         Invalid("import math\nimport torch\ndef f(t, half):\n"
                 "    return torch.exp(-math.log(1e4) * torch.arange(half) / half).to(device=t.device)\n",
@@ -478,13 +509,24 @@ class HostAllocThenMove(Rule):
 
     def _read_as_tensor(self, value: cst.BaseExpression) -> bool:
         """``torch.zeros(x.shape[0], 1).to(x)``: the function reads ``x.shape`` / ``x.size()`` /
-        ``x.dim()``, which no device or dtype has: ``.to(x)`` is "like the tensor ``x``"."""
+        ``x.dim()``, which no device or dtype has: ``.to(x)`` is "like the tensor ``x``". So does
+        handing ``x`` (or ``-2. * x``) to an elementwise torch function (``torch.logaddexp(-2. * x,
+        ...)``): its data arguments are arrays, and of those only a tensor has a ``.to()`` to pass."""
         if not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
             return False
         code = self.ctx.module.code_for_node(value)
         root = self.t.scope if self.t.scope is not None else self.ctx.module
-        return any(isinstance(n, cst.Attribute) and n.attr.value in _TENSOR_METADATA and n.value is not value
-                   and self.ctx.module.code_for_node(n.value) == code for n in nodes(root))
+        code_of = self.ctx.module.code_for_node
+        for n in nodes(root):
+            if isinstance(n, cst.Attribute) and n.attr.value in _TENSOR_METADATA and n.value is not value \
+                    and code_of(n.value) == code:
+                return True
+            if isinstance(n, cst.Call) and (self.facts.qualname(n.func) or "").rsplit(".", 1)[-1] in _ELEMENTWISE \
+                    and (self.facts.qualname(n.func) or "").count(".") == 1 \
+                    and (self.facts.qualname(n.func) or "").startswith("torch.") \
+                    and any(a.keyword is None and not a.star and _operand_is(a.value, code, code_of) for a in n.args):
+                return True
+        return False
 
     def _built_msg(self, b, expr: cst.BaseExpression, where: str) -> str:
         names = sorted({(self.facts.qualname(c.func) or "torch.?") for c in b.factories}
