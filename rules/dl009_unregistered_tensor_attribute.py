@@ -10,6 +10,8 @@ from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.analysis.usage import may_touch_device
 from devlint.facts import TENSOR_FUNCS, TENSOR_METHODS, dotted, is_module_base, string_value
 from devlint.rule import Invalid, Rule, unsafe
+from devlint.syntax import bound_names
+from devlint.walk import nodes
 
 # Legacy constructors that build a (CPU) tensor as well.
 _LEGACY = frozenset("Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor BoolTensor ByteTensor".split())
@@ -182,6 +184,13 @@ class UnregisteredTensorAttribute(Rule):
         "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n    def __init__(self, n):\n"
         "        super().__init__()\n        self.weights = torch.FloatTensor([0.32 / 2 ** s for s in range(n)])\n"
         "    def forward(self, outs):\n        return sum(self.weights[i] * o.mean() for i, o in enumerate(outs))\n",
+        # ... also one built from a parameter whose default is a flat tuple of numbers, next to a
+        # `self.mean.to(d)` whose result is thrown away (a no-op, DL001's business)
+        "import torch\nfrom torch import nn\nclass BoxDecoder(nn.Module):\n"
+        "    def __init__(self, mean=(0, 0, 0, 0), std=(1, 1, 1, 1)):\n        super().__init__()\n"
+        "        self.mean = torch.tensor(mean, dtype=torch.float32)\n        self.std = torch.tensor(std)\n"
+        "    def forward(self, anchors, reg):\n        self.mean.to(anchors.device)\n"
+        "        return reg[:, 1] * self.std[1] + self.mean[1] + anchors[:, 0]\n",
         # filled in while building it, then only used moved; a subclass's value read moved by the base
         "import torch\nfrom torch import nn\nclass Sine(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.ini = torch.rand(1, 9)\n        self.ini[:, 0] = 0\n"
@@ -209,6 +218,16 @@ class UnregisteredTensorAttribute(Rule):
             "import torch\nfrom torch import nn\nclass Focus(nn.Module):\n    def __init__(self):\n"
             "        super().__init__()\n        device = torch.device('cpu')\n"
             "        self.register_buffer(\"w\", torch.ones(3).to(device), persistent=False)\n    def forward(self, x):\n        return x * self.w\n",
+            unsafe=True,
+        ),
+        # ... but a parameter with no literal default may hold a 2-D table: a row is a CPU tensor
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, table):\n"
+            "        super().__init__()\n        self.t = torch.tensor(table)\n"
+            "    def forward(self, i, x):\n        return x * self.t[i]\n",
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, table):\n"
+            "        super().__init__()\n        self.register_buffer(\"t\", torch.tensor(table), persistent=False)\n"
+            "    def forward(self, i, x):\n        return x * self.t[i]\n",
             unsafe=True,
         ),
         # ... but a row of a 2-D table is a tensor of its own, on the CPU
@@ -320,6 +339,8 @@ class UnregisteredTensorAttribute(Rule):
         self.candidate_branches: dict = {}  # candidate node -> its enclosing if-branches
         self.reads: dict = {}  # cls -> {attr: [mentions of self.<attr>, of them `self.<attr>.to(...)`]}
         self.filled: dict = {}  # cls -> {attr: `self.<attr>[...] = v` writes in __init__ (building it)}
+        # cls -> {attr: `self.<attr>.to(d)` statements whose result is thrown away (no-ops: DL001's)}
+        self.discarded: dict = {}
         self.used_after_init: dict = {}  # cls -> attrs some method besides __init__ mentions
 
     # ---- helpers -------------------------------------------------------------------------
@@ -464,6 +485,10 @@ class UnregisteredTensorAttribute(Rule):
         if (self.t.cls is not None and isinstance(moved, cst.Attribute) and self._self_attr(moved) is not None):
             reads = self.reads.setdefault(self.t.cls, {}).setdefault(moved.attr.value, [0, 0, 0])
             reads[1] += 1  # `self.window.to(x.device)`: moved where it is used
+            st = self.t.statement
+            if type(st) is cst.SimpleStatementLine and any(type(x) is cst.Expr and x.value is node for x in st.body):
+                d = self.discarded.setdefault(self.t.cls, {})
+                d[moved.attr.value] = d.get(moved.attr.value, 0) + 1  # `self.mean.to(dev)` alone: reads nothing
         if self.t.cls is not None and isinstance(f, cst.Name) and node.args:
             self._passed_to_mover(node, f.value)
         if (self.t.cls is not None and isinstance(f, cst.Name) and f.value == "len" and len(node.args) == 1
@@ -500,8 +525,9 @@ class UnregisteredTensorAttribute(Rule):
                 continue  # every use moves it to where it is needed: `self.window.to(x.device)`
             if self._base_moves_it(cls, attr, by_name):
                 continue  # a base class of the file assigns it too and only uses it moved
-            if (elements and mentions - elements == self.assigned.get(cls, {}).get(attr, 0)
-                    and isinstance(node, (cst.Assign, cst.AnnAssign)) and self._flat_literal(node.value)):
+            discarded = self.discarded.get(cls, {}).get(attr, 0)
+            if (elements and mentions - elements - discarded == self.assigned.get(cls, {}).get(attr, 0)
+                    and isinstance(node, (cst.Assign, cst.AnnAssign)) and self._flat_literal(node.value, method)):
                 continue  # a 1-D table of numbers read one element at a time: scalars on any device
             if self._project_base_owns(cls, attr):
                 continue  # a project base class (another file) moves its attributes or registered it
@@ -573,13 +599,16 @@ class UnregisteredTensorAttribute(Rule):
                 return True
         return False
 
-    def _flat_literal(self, value: Optional[cst.BaseExpression]) -> bool:
+    def _flat_literal(self, value: Optional[cst.BaseExpression], method=None) -> bool:
         """``torch.FloatTensor([w / 2 ** s for s in range(n)])``, ``torch.tensor([0.5, 0.25])``: a
-        1-D tensor made from a flat list of numbers."""
+        1-D tensor made from a flat list of numbers; also ``torch.tensor(mean)`` for a parameter
+        ``mean=(0, 0, 0, 0)`` of the method that it never rebinds (what its author foresaw)."""
         if not (isinstance(value, cst.Call) and value.args and value.args[0].keyword is None
                 and self.facts.qualname(value.func) in _TABLE_MAKERS):
             return False
         data = value.args[0].value
+        if isinstance(data, cst.Name) and method is not None:
+            return _flat_number_default(method, data.value)
         if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
             return not isinstance(data.elt, (cst.List, cst.Tuple, cst.ListComp))
         return isinstance(data, cst.List) and bool(data.elements) and not any(
@@ -653,6 +682,25 @@ class UnregisteredTensorAttribute(Rule):
                     or not self._bases_allow(parent, attr, by_name, seen)):
                 return False
         return bool(cls.bases)
+
+
+def _flat_number_default(method: cst.FunctionDef, name: str) -> bool:
+    """``name`` is a parameter of ``method`` whose default is a flat tuple or list of numbers, and
+    nothing in the method binds it again."""
+    params = list(method.params.posonly_params) + list(method.params.params) + list(method.params.kwonly_params)
+    p = next((x for x in params if x.name.value == name), None)
+    d = p.default if p is not None else None
+    if not (isinstance(d, (cst.Tuple, cst.List)) and d.elements and all(
+            isinstance(e, cst.Element) and isinstance(
+                e.value.expression if isinstance(e.value, cst.UnaryOperation) else e.value, (cst.Integer, cst.Float))
+            for e in d.elements)):
+        return False
+    for n in nodes(method.body):
+        if isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.WithItem)):
+            t = n.asname.name if isinstance(n, cst.WithItem) and n.asname else getattr(n, "target", None)
+            if t is not None and name in bound_names(t):
+                return False
+    return True
 
 
 _TABLE_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor",
