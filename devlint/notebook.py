@@ -2,7 +2,11 @@
 
 The code cells are joined into one Python module (so a device variable defined in
 cell 1 is seen in cell 5, and a fix inserts it once), separated by marker comments.
-IPython syntax (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, ``%%cell`` magics) is
+The statement a timing line magic runs (``%timeit f(x.cuda())``, ``%time y = g(x)``) is
+Python the notebook executes, so it is linted as such: the line becomes the statement itself,
+tagged with a trailing comment, and the magic's prefix is put back after fixing (findings on
+it are reported at their columns in the cell). Other IPython syntax (``%magic``, ``!shell``,
+``x = !cmd``, ``obj?``, ``%%cell`` magics) is
 never parsed as Python: each such line becomes a placeholder statement
 (``import devlint_magic_<nonce>_<k>``: a statement valid at any indentation that, like
 the magics that usually open a notebook, keeps the imports block together so a fix's
@@ -17,6 +21,7 @@ unchanged rather than reformatted.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import io
@@ -34,6 +39,24 @@ class NotebookError(ValueError):
 
 _MAGIC_START = re.compile(r"^\s*(?:[%!?/,;]|[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%])")
 _HELP = re.compile(r"^\s*[A-Za-z_][\w.\[\]()'\"]*\?{1,2}\s*$")
+# `%timeit f(x)` / `%time y = f(x)` without options: the rest of the line is a Python statement
+_TIMED = re.compile(r"^([ \t]*)(%time(?:it)?[ \t]+)(?![-\s])(.*\S)[ \t]*$")
+
+
+def _timed_statement(bare: str):
+    """``(indent, prefix, statement)`` of a timing line magic whose rest is one simple Python
+    statement on its own, else None."""
+    m = _TIMED.match(bare)
+    if m is None or m.group(3).endswith("\\"):
+        return None
+    try:
+        tree = ast.parse(m.group(3))
+    except (SyntaxError, ValueError):
+        return None
+    if len(tree.body) != 1 or isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                         ast.If, ast.For, ast.While, ast.With, ast.Try)):
+        return None
+    return m.group(1), m.group(2), m.group(3)
 
 
 def _is_magic(line: str) -> bool:
@@ -89,6 +112,7 @@ class Notebook:
         self.python_kernel = self._is_python()
         self.code: list[tuple[int, str]] = []  # (index into cells, original source text)
         self.magics: list[str] = []
+        self.shifts: dict[int, int] = {}  # Python line of a timed statement -> its magic prefix's width
         parts: list[str] = []
         self.starts: list[tuple[int, int, int]] = []  # (first python line, n lines, cell index)
         line = 1
@@ -98,11 +122,13 @@ class Notebook:
             text = _source_text(cell)
             if text.lstrip().startswith("%%"):
                 continue  # a cell magic: the whole cell is not Python
-            body = self._mask(text)
+            timed: dict = {}
+            body = self._mask(text, timed)
             if body and not body.endswith("\n"):
                 body += "\n"
             parts.append(f"{self._marker(len(self.code))}\n")
             line += 1
+            self.shifts.update((line + k, width) for k, width in timed.items())
             n = body.count("\n")
             self.starts.append((line, n, i))
             line += n
@@ -125,13 +151,20 @@ class Notebook:
     def _marker(self, k: int) -> str:
         return f"# devlint-cell-{self.nonce}-{k}"
 
-    def _mask(self, text: str) -> str:
+    def _mask(self, text: str, timed: dict) -> str:
         out: list[str] = []
         buf = ""
         in_magic = False
         out_indent = ""
         for line in text.splitlines(keepends=True):
             bare = line.rstrip("\r\n")
+            stmt = _timed_statement(bare) if not in_magic and not buf and bare.lstrip().startswith("%time") else None
+            if stmt is not None:
+                indent, prefix, code = stmt
+                timed[len(out)] = len(prefix)
+                out.append(f"{indent}{code}  # devlint-timed-{self.nonce}-{len(self.magics)}" + line[len(bare):])
+                self.magics.append(bare)
+                continue
             if in_magic or (not buf and _is_magic(bare)):
                 indent = bare[: len(bare) - len(bare.lstrip())] if not in_magic else out_indent
                 if not in_magic:
@@ -160,11 +193,12 @@ class Notebook:
     def map_diagnostic(self, d: Diagnostic) -> Diagnostic:
         cell, line = self.locate(d.line)
         end_cell, end_line = self.locate(d.end_line)
+        column = d.column + self.shifts.get(d.line, 0)  # (a timed statement sits after its `%timeit `)
         if end_cell != cell:
-            end_line, end_col = line, d.column
+            end_line, end_col = line, column
         else:
-            end_col = d.end_column
-        return replace(d, cell=cell, line=line, end_line=end_line, end_column=end_col)
+            end_col = d.end_column + self.shifts.get(d.end_line, 0)
+        return replace(d, cell=cell, line=line, column=column, end_line=end_line, end_column=end_col)
 
     # writing -----------------------------------------------------------------------------
     def new_sources(self, python: bytes) -> dict[int, str]:
@@ -190,9 +224,19 @@ class Notebook:
                 return m.group(1) + original.lstrip()
             return original
 
+        timed = re.compile(rf"^([ \t]*)(.*?)  # devlint-timed-{self.nonce}-(\d+)$", re.M)
+
+        def retime(m: re.Match) -> str:
+            k = int(m.group(3))
+            used.append(k)
+            was = _TIMED.match(self.magics[k])
+            if (m.group(1), m.group(2)) == (was.group(1), was.group(3)):
+                return self.magics[k]  # untouched: the line as it was, trailing blanks and all
+            return f"{m.group(1)}{was.group(2)}{m.group(2)}"
+
         changed: dict[int, str] = {}
         for (idx, original), body in zip(self.code, bodies):
-            new = magic.sub(restore, body)
+            new = timed.sub(retime, magic.sub(restore, body))
             if not original.endswith("\n") and new.endswith("\n"):
                 new = new[:-1]
             if new != original:

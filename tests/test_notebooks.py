@@ -253,3 +253,34 @@ def test_a_switch_set_in_a_cell_of_its_own_is_the_readers_choice(tmp_path, monke
     res = run(["check", "--select", "DL002", "tutorial.ipynb"], tmp_path, monkeypatch)
     assert ("DL002" in res.output) is reported, res.output
     assert res.exit_code == (1 if reported else 0)
+
+
+# the statement a timing magic runs is Python the notebook executes
+TIMED = [
+    code(["import torch\n", "x = torch.ones(4)\n"], count=1),
+    code(["%timeit torch.relu(x.cuda())\n", "%time y = x.cuda()  \n", "%timeit -n 10 x.cuda()\n",
+          "for i in range(2):\n", "    %time z = x + i\n", "print(y)"], count=2),
+]
+
+
+def test_the_statement_of_a_timing_magic_is_linted_at_its_column_in_the_cell(tmp_path, monkeypatch):
+    write_nb(tmp_path / "t.ipynb", notebook(TIMED))
+    res = run(["check", "--output-format", "json", "t.ipynb"], tmp_path, monkeypatch)
+    found = [(d["cell"], d["line"], d["column"], d["code"]) for d in json.loads(res.output)]
+    # `%timeit -n 10 ...` (options before the statement) stays an opaque magic line
+    assert found == [(2, 1, 20, "DL002"), (2, 2, 11, "DL002")], res.output
+
+
+def test_fixing_a_timed_statement_keeps_its_magic_and_an_untouched_one_byte_for_byte(tmp_path, monkeypatch):
+    path = tmp_path / "t.ipynb"
+    write_nb(path, notebook(TIMED))
+    run(["check", "--fix", "t.ipynb"], tmp_path, monkeypatch)
+    cells = json.loads(path.read_text())["cells"]
+    assert cells[1]["source"][:3] == ["%timeit torch.relu(x.to(device))\n", "%time y = x.to(device)\n",
+                                      "%timeit -n 10 x.cuda()\n"]
+    assert cells[1]["source"][4] == "    %time z = x + i\n"
+    # nothing to fix: the notebook's bytes do not change (trailing blanks of a timed line included)
+    clean = [code(["import torch\n", "x = torch.ones(4)\n"]), code(["%time y = x + 1  \n", "print(y)"])]
+    raw = write_nb(path, notebook(clean))
+    run(["check", "--fix", "t.ipynb"], tmp_path, monkeypatch)
+    assert path.read_bytes() == raw
