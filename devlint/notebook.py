@@ -232,7 +232,10 @@ class Notebook:
             was = _TIMED.match(self.magics[k])
             if (m.group(1), m.group(2)) == (was.group(1), was.group(3)):
                 return self.magics[k]  # untouched: the line as it was, trailing blanks and all
-            return f"{m.group(1)}{was.group(2)}{m.group(2)}"
+            line = f"{m.group(1)}{was.group(2)}{m.group(2)}"
+            if _timed_statement(line) is None:  # (a fix that spread the statement over lines)
+                raise NotebookError("a fix split the statement of a timing magic; notebook left unchanged")
+            return line
 
         changed: dict[int, str] = {}
         for (idx, original), body in zip(self.code, bodies):
