@@ -934,7 +934,7 @@ def reads_gpu_wrapper(facts, expr: cst.CSTNode, scope) -> bool:
 def _wrapped_for_gpus(facts, name: str, scope, wrappers: frozenset) -> bool:
     values = facts.values
     vals = values.bound_values(name, scope)
-    if vals is None and scope is not None and (scope, name) not in values._binds:
+    if vals is None and scope is not None and not values.binds(name, scope):
         vals = values.bound_values(name, None)  # a module-level model read in a function
     return bool(vals) and all(type(v) is cst.Call and type(v.func) is cst.Name and v.func.value in wrappers
                               for v in vals)

@@ -316,6 +316,10 @@ class ValueModel:
         vals = [v for v in self.values.get((scope, name), ()) if not _self_conversion(name, v)]
         return vals if vals and self._binds.get((scope, name)) == len(vals) else None
 
+    def binds(self, name: str, scope) -> bool:
+        """``scope`` binds ``name`` itself (an assignment, a parameter, a loop target ...)."""
+        return (scope, name) in self._binds
+
     def sole_value(self, name: str, scope) -> Optional[cst.BaseExpression]:
         """The value of ``name = value`` when that is the name's only binding in ``scope``."""
         vals = self.values.get((scope, name))
