@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
+from devlint import lazyre
 from devlint import registry
 from devlint.catalogue import TARGET_DEVICES
 from devlint.gitignore import GitIgnoreSpec
@@ -92,7 +93,7 @@ def _has_section(pyproject: Path) -> bool:
     return isinstance(data.get("tool"), dict) and "devlint" in data["tool"]
 
 
-_TOML_POS = re.compile(r"\(at line (\d+), column \d+\)")
+_TOML_POS = lazyre.compile(r"\(at line (\d+), column \d+\)")
 
 
 def _parse(path: Path, text: str) -> dict:
@@ -183,8 +184,8 @@ def _validate(path: Path, text: str, table_path: tuple[str, ...], table: dict) -
                   device_name=device_name, respect_gitignore=gitignore, target_devices=targets)
 
 
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
-_KEY = re.compile(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_.-]+))\s*=""")
+_HEADER = lazyre.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+_KEY = lazyre.compile(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_.-]+))\s*=""")
 
 
 def _split_dotted(s: str) -> tuple[str, ...]:

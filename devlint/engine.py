@@ -3,12 +3,12 @@ traversal -> diagnostics, and the fix loop (replace nodes, re-lint until stable)
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint import registry
 from devlint.catalogue import cpython_parses, prefiltered
 from devlint.diagnostic import Diagnostic
@@ -129,7 +129,7 @@ def parse(source: bytes) -> cst.Module:
 # so such a file is first put to CPython's compiler, which refuses it in microseconds.
 # Every alternative starts on one punctuation character and bounds its inner runs, so the
 # scan stays linear (an unbounded `[\w.]*` prefix took minutes on a 200 kB identifier).
-_PATHOLOGICAL = re.compile(rb"(?:[(\[{][^()\[\]{}\n]{0,12}){150,}|[-+~]{150,}|(?:\.\w{1,40}(?:\(\))?){400,}")
+_PATHOLOGICAL = lazyre.compile(rb"(?:[(\[{][^()\[\]{}\n]{0,12}){150,}|[-+~]{150,}|(?:\.\w{1,40}(?:\(\))?){400,}")
 
 
 _PATHOLOGICAL_MIN_LINE = 150  # every alternative above spans at least this much of one line

@@ -30,6 +30,7 @@ from typing import Iterator, Optional
 import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
+from devlint import lazyre
 from devlint.analysis import guards
 from devlint.analysis.guards import ends_with_exit  # noqa: F401 - re-exported
 from devlint.analysis.usage import moves_param_first
@@ -45,7 +46,7 @@ from devlint.project import NONE, ProjectFacts, classes_of
 from devlint.walk import children
 
 
-_NAMES_A_GPU = re.compile(rb"\.cuda\s*\(|[\'\"]cuda(?::\d+)?[\'\"]|\bdevice_ids\s*=")
+_NAMES_A_GPU = lazyre.compile(rb"\.cuda\s*\(|[\'\"]cuda(?::\d+)?[\'\"]|\bdevice_ids\s*=")
 
 
 @dataclass
@@ -188,7 +189,7 @@ class FileFacts:
 # prescan: statements only
 # ---------------------------------------------------------------------------------
 
-_MULTI_GPU = re.compile(rb"DataParallel|DistributedDataParallel|init_process_group|nccl|device_ids")
+_MULTI_GPU = lazyre.compile(rb"DataParallel|DistributedDataParallel|init_process_group|nccl|device_ids")
 
 
 class _Prescan:
@@ -396,7 +397,7 @@ class _Prescan:
                 self.suite(case.body, scope, cls)
 
 
-_BINDS_TORCH = re.compile(rb"^[ \t]*(?:torch[ \t]*(?:,[^=\n]*)?=(?!=)|(?:def|class)[ \t]+torch\b)", re.M)
+_BINDS_TORCH = lazyre.compile(rb"^[ \t]*(?:torch[ \t]*(?:,[^=\n]*)?=(?!=)|(?:def|class)[ \t]+torch\b)", re.M)
 
 
 def _star_imports_torch(module: cst.Module, source: bytes) -> bool:

@@ -30,6 +30,7 @@ import re
 import tokenize
 from dataclasses import replace
 
+from devlint import lazyre
 from devlint.diagnostic import Diagnostic
 
 
@@ -37,10 +38,10 @@ class NotebookError(ValueError):
     pass
 
 
-_MAGIC_START = re.compile(r"^\s*(?:[%!?/,;]|[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%])")
-_HELP = re.compile(r"^\s*[A-Za-z_][\w.\[\]()'\"]*\?{1,2}\s*$")
+_MAGIC_START = lazyre.compile(r"^\s*(?:[%!?/,;]|[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%])")
+_HELP = lazyre.compile(r"^\s*[A-Za-z_][\w.\[\]()'\"]*\?{1,2}\s*$")
 # `%timeit f(x)` / `%time y = f(x)` without options: the rest of the line is a Python statement
-_TIMED = re.compile(r"^([ \t]*)(%time(?:it)?[ \t]+)(?![-\s])(.*\S)[ \t]*$")
+_TIMED = lazyre.compile(r"^([ \t]*)(%time(?:it)?[ \t]+)(?![-\s])(.*\S)[ \t]*$")
 
 
 def _timed_statement(bare: str):
@@ -87,7 +88,7 @@ def _source_text(cell: dict) -> str:
 
 
 # a `\\uXXXX` escape (not an escaped backslash followed by `u`): group 1 the backslash pairs before it
-_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
+_ESCAPE = lazyre.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
 
 
 def _fold_escapes(text: str) -> str:

@@ -33,6 +33,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
+from devlint import lazyre
 from devlint.nnbases import is_module_base
 
 SUMMARY_VERSION = 34
@@ -286,26 +287,26 @@ CUDA_ONLY_PACKAGES = ("tensorrt", "tensorrt_llm", "torch_tensorrt", "pycuda", "c
                       "flashinfer", "tinycudann")
 # ... of which importing any but ``triton`` (installed with torch on Linux) needs CUDA
 _CUDA_ONLY_ROOTS = frozenset(CUDA_ONLY_PACKAGES) - {"triton"}
-_TOP_CUDA_ONLY_IMPORT = re.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
+_TOP_CUDA_ONLY_IMPORT = lazyre.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
                                    re.M)
 
 # `CUDAExtension("pkg.name", ...)` / `CUDAExtension(name="name", ...)` in a setup.py
-_CUDA_EXTENSION = re.compile(rb"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_CUDA_EXTENSION = lazyre.compile(rb"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
 # `ffi = create_extension('_ext.nms', ..., with_cuda=with_cuda)` (torch.utils.ffi, PyTorch <= 0.4):
 # CUDA-only when the build has no C source without CUDA (`sources = []`) or raises without CUDA
-_FFI_EXTENSION = re.compile(rb"""create_extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
-_FFI_NO_CPU_SOURCE = re.compile(rb"^sources[ \t]*=[ \t]*\[[ \t]*\][ \t]*$", re.M)
-_FFI_RAISES_WITHOUT_CUDA = re.compile(rb"^else[ \t]*:[ \t]*\n[ \t]+raise\b", re.M)
-_IMPORT_AS = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
-_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
+_FFI_EXTENSION = lazyre.compile(rb"""create_extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_FFI_NO_CPU_SOURCE = lazyre.compile(rb"^sources[ \t]*=[ \t]*\[[ \t]*\][ \t]*$", re.M)
+_FFI_RAISES_WITHOUT_CUDA = lazyre.compile(rb"^else[ \t]*:[ \t]*\n[ \t]+raise\b", re.M)
+_IMPORT_AS = lazyre.compile(rb"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
+_FROM_IMPORT = lazyre.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
 # `_backend = load(name="_raymarching", sources=[...".cu"])` at a module's top
-_LOAD_BOUND = re.compile(rb"^(\w+)[ \t]*=[ \t]*(?:[\w.]*\.)?load\(", re.M)
+_LOAD_BOUND = lazyre.compile(rb"^(\w+)[ \t]*=[ \t]*(?:[\w.]*\.)?load\(", re.M)
 
 # a project of more files than this is asked about callers near a definition only
 _WHOLE_PROJECT_FILES = 1000
 
 # a parameter defaulting to a CUDA device: worth asking where its function is called
-_CUDA_DEFAULT = re.compile(rb"""\bdef\s+\w+\s*\((?:[^()]|\([^()]*\))*?\bdevice\w*\s*(?::[^=,()]*)?=\s*"""
+_CUDA_DEFAULT = lazyre.compile(rb"""\bdef\s+\w+\s*\((?:[^()]|\([^()]*\))*?\bdevice\w*\s*(?::[^=,()]*)?=\s*"""
                            rb"""(?:torch\.device\(\s*)?["']cuda""")
 
 
@@ -346,8 +347,8 @@ def _cuda_default(d: ast.AST) -> bool:
     return isinstance(d, ast.Constant) and isinstance(d.value, str) and d.value.startswith("cuda")
 
 
-_DEF_HEAD = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
-_CLASS_LINE = re.compile(rb"^([ \t]*)(class|def|async[ \t]+def)[ \t]+(\w+)")
+_DEF_HEAD = lazyre.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
+_CLASS_LINE = lazyre.compile(rb"^([ \t]*)(class|def|async[ \t]+def)[ \t]+(\w+)")
 
 
 def _signatures_with_cuda_defaults(source: bytes):
@@ -410,13 +411,13 @@ def _def_owner(source: bytes, m):
 # `if not device:` / `if device is None:` followed by `device = "cuda"` (or torch.device("cuda")):
 # the default a caller who omits the argument gets
 # what _CUDA_DEFAULT and _CUDA_FALLBACK both spell, found fast (its first character is a literal)
-_ASSIGNED_CUDA = re.compile(rb"""=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""")
-_CUDA_FALLBACK = re.compile(rb"""^([ \t]+)if[ \t]+(?:not[ \t]+(\w*device\w*)|(\w*device\w*)[ \t]+is[ \t]+None)[ \t]*:"""
+_ASSIGNED_CUDA = lazyre.compile(rb"""=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""")
+_CUDA_FALLBACK = lazyre.compile(rb"""^([ \t]+)if[ \t]+(?:not[ \t]+(\w*device\w*)|(\w*device\w*)[ \t]+is[ \t]+None)[ \t]*:"""
                             rb"""[ \t]*\r?\n[ \t]+(\w+)[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""", re.M)
 
 
 # `self.device = device if device is not None else torch.device("cuda", 0)`
-_CUDA_IFEXP = re.compile(rb"^([ \t]+)[\w.]+[ \t]*=[ \t]*(\w*device\w*)[ \t]+if[ \t]+\2[ \t]+is[ \t]+not[ \t]+None"
+_CUDA_IFEXP = lazyre.compile(rb"^([ \t]+)[\w.]+[ \t]*=[ \t]*(\w*device\w*)[ \t]+if[ \t]+\2[ \t]+is[ \t]+not[ \t]+None"
                          rb"[ \t]+else[ \t]+(?:torch\.device\([ \t]*)?[\"']cuda", re.M)
 
 
@@ -699,11 +700,11 @@ def _top_level(body: list):
             yield from _top_level(n.orelse)
 
 
-_CHECKPOINT_FILE = re.compile(rb"\.(?:pth|pt|ckpt|pkl|bin|tar)[\"']")
+_CHECKPOINT_FILE = lazyre.compile(rb"\.(?:pth|pt|ckpt|pkl|bin|tar)[\"']")
 
 
-_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
-_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdifrx]")
+_FORMAT_FIELD = lazyre.compile(r"\{[^{}]*\}")
+_PERCENT_FIELD = lazyre.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdifrx]")
 
 
 def name_template(fmt: str, style: str) -> Optional[str]:
@@ -858,19 +859,19 @@ def _host_copy(e: ast.AST) -> bool:
     return False
 
 
-_OLD_ASYNC = re.compile(rb"\basync\s*=(?!=)")
+_OLD_ASYNC = lazyre.compile(rb"\basync\s*=(?!=)")
 _SAVE_WORDS = (b"save(",)
 # a Cog (Replicate) predictor and its build file's GPU switch (`build:` / `  gpu: true`)
-_COG_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+cog[ \t]+import|import[ \t]+cog\b)", re.M)
-_COG_GPU = re.compile(rb"^[ \t]+gpu:[ \t]*true[ \t]*(?:#.*)?\r?$", re.M | re.I)
+_COG_IMPORT = lazyre.compile(rb"^[ \t]*(?:from[ \t]+cog[ \t]+import|import[ \t]+cog\b)", re.M)
+_COG_GPU = lazyre.compile(rb"^[ \t]+gpu:[ \t]*true[ \t]*(?:#.*)?\r?$", re.M | re.I)
 _AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group", b"faiss")
 _INIT_WORDS = (b"init_process_group",)
 # DL005 asks about `torch.load` / `torch.jit.load` calls only: a file that spells none (however it
 # names torch: `th.load(`, `from torch import load`) needs no checkpoint facts
-_LOAD_CALL = re.compile(rb"\.[ \t]*load[ \t]*\(")
-_RECEIVER_END = re.compile(rb"(\w+)[ \t]*$")
-_LOAD_IMPORTED = re.compile(rb"^[ \t]*from[ \t]+torch[\w.]*[ \t]+import[^\n]*\bload\b", re.M)
-_TORCH_MODULES_AS = re.compile(rb"^[ \t]*(?:import[ \t]+torch[\w.]*|from[ \t]+torch[\w.]*[ \t]+import[ \t]+\w+)"
+_LOAD_CALL = lazyre.compile(rb"\.[ \t]*load[ \t]*\(")
+_RECEIVER_END = lazyre.compile(rb"(\w+)[ \t]*$")
+_LOAD_IMPORTED = lazyre.compile(rb"^[ \t]*from[ \t]+torch[\w.]*[ \t]+import[^\n]*\bload\b", re.M)
+_TORCH_MODULES_AS = lazyre.compile(rb"^[ \t]*(?:import[ \t]+torch[\w.]*|from[ \t]+torch[\w.]*[ \t]+import[ \t]+\w+)"
                                rb"[ \t]+as[ \t]+(\w+)", re.M)
 
 
@@ -897,16 +898,16 @@ def _loads_checkpoint(source: bytes) -> bool:
     return bool(receivers & {b"torch", b"jit", b"serialization"}
                 or receivers and receivers & set(_TORCH_MODULES_AS.findall(source)))
 # code that deals with devices spells one of these (DL010 asks whether a file does)
-DEVICE_WORDS = re.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
+DEVICE_WORDS = lazyre.compile(rb"cuda|device|accelerator|mps|xpu|xla|hpu|npu|map_location|\.to\(")
 # ... and these, spelled, are nearly always code that places values (prose says "device")
 _PLACES_IN_CODE = (b".cuda(", b".to(", b".device(", b"map_location", b"accelerator")
-_DEVICE_KEYWORD = re.compile(rb"device\s*=")
+_DEVICE_KEYWORD = lazyre.compile(rb"device\s*=")
 
 
 def _places_in_code(source: bytes) -> bool:
     return any(w in source for w in _PLACES_IN_CODE) or (
         b"device" in source and _DEVICE_KEYWORD.search(source) is not None)
-_DTYPE_WORDS = re.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
+_DTYPE_WORDS = lazyre.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
 
 def _places(call: ast.Call) -> bool:
@@ -927,16 +928,16 @@ def _places(call: ast.Call) -> bool:
 
 # A module none of whose lines can bear on a CUDA requirement or a checkpoint needs no parse:
 # its imports and whether it runs as a script are read off its text (most of a library).
-_NEEDS_AST = re.compile(rb"is_available|device_count|init_process_group|is_initialized|\.save\(|\.(?:pth|pt|ckpt)[\"']")
+_NEEDS_AST = lazyre.compile(rb"is_available|device_count|init_process_group|is_initialized|\.save\(|\.(?:pth|pt|ckpt)[\"']")
 # a return of slices or torch results (see _tensor_returns): worth a parse
-_TENSOR_RETURN = re.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
+_TENSOR_RETURN = lazyre.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
                             re.M)
 # a statement that converts a plain name and throws the result away (DL001 asks what it is)
 # (Patterns read at a line's start but searched often over whole modules are spelled `\n...` and
 # searched in `b"\n" + source`, not `^...` under re.M: a literal first character lets the regex
 # engine skip ahead, where `^` is tried at every offset, several times slower on a large module.)
-_CONVERSION_CALL = re.compile(rb"\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(")
-_BARE_RECEIVER = re.compile(rb"[ \t]*[A-Za-z_]\w*")
+_CONVERSION_CALL = lazyre.compile(rb"\.(?:to|cuda|cpu|half|float|double|bfloat16|long|int|pin_memory)\(")
+_BARE_RECEIVER = lazyre.compile(rb"[ \t]*[A-Za-z_]\w*")
 
 
 def _bare_conversion(source: bytes) -> bool:
@@ -948,9 +949,9 @@ def _bare_conversion(source: bytes) -> bool:
     return False
 
 
-_SCRIPT_HINT = re.compile(rb"\n(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()")
-_IMPORT_LINE = re.compile(rb"\n[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
-_NAME_AS = re.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
+_SCRIPT_HINT = lazyre.compile(rb"\n(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()")
+_IMPORT_LINE = lazyre.compile(rb"\n[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
+_NAME_AS = lazyre.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
 
 
 def _text_imports(source: bytes) -> list:
@@ -966,12 +967,12 @@ def _top_imports(source: bytes) -> list:
 
 # `fused = load("fused", sources=[..., "fused_bias_act_kernel.cu"])` unindented: the module compiles a
 # CUDA extension (nvcc, the CUDA toolkit) the moment it is imported
-_JIT_LOAD = re.compile(rb"^(?:[A-Za-z_][\w.]*[ \t]*=[ \t]*)?(?:torch\.utils\.)?(?:cpp_extension\.)?load(?:_inline)?\(", re.M)
-_CU_SOURCE = re.compile(rb"""\.cu['"]|cuda_sources[ \t]*=""")
+_JIT_LOAD = lazyre.compile(rb"^(?:[A-Za-z_][\w.]*[ \t]*=[ \t]*)?(?:torch\.utils\.)?(?:cpp_extension\.)?load(?:_inline)?\(", re.M)
+_CU_SOURCE = lazyre.compile(rb"""\.cu['"]|cuda_sources[ \t]*=""")
 
 
 # what a file that deals with devices spells (devlint.analysis.usage reads the same words)
-_NAMES_DEVICE = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
+_NAMES_DEVICE = lazyre.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
 
 
 def _compiles_cuda_at_import(source: bytes) -> bool:
@@ -986,11 +987,11 @@ def _compiles_cuda_at_import(source: bytes) -> bool:
     return False
 
 
-_SYS_PATH_ADD = re.compile(rb"\bsys\.path\.(?:append|insert)\(")
-_STRING_LIT = re.compile(rb"""(['"])([^'"\n]*)\1""")
-_TRY_LINE = re.compile(rb"^try[ \t]*:[ \t]*(?:#[^\n]*)?$", re.M)
-_BLOCK_LINE = re.compile(rb"^(\S[^\n]*)$", re.M)  # an unindented line: where a top-level block ends
-_RAISES = re.compile(rb"^[ \t]+raise\b", re.M)
+_SYS_PATH_ADD = lazyre.compile(rb"\bsys\.path\.(?:append|insert)\(")
+_STRING_LIT = lazyre.compile(rb"""(['"])([^'"\n]*)\1""")
+_TRY_LINE = lazyre.compile(rb"^try[ \t]*:[ \t]*(?:#[^\n]*)?$", re.M)
+_BLOCK_LINE = lazyre.compile(rb"^(\S[^\n]*)$", re.M)  # an unindented line: where a top-level block ends
+_RAISES = lazyre.compile(rb"^[ \t]+raise\b", re.M)
 
 
 def _mandatory_try_bodies(source: bytes) -> list:
@@ -1067,16 +1068,16 @@ def _text_summary(source: bytes) -> Summary:
     return Summary(imports=_text_imports(source), script=_SCRIPT_HINT.search(b"\n" + source) is not None)
 
 
-_SWITCH_SET = re.compile(rb"^([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)[ \t]*=[ \t]*(True|False)[ \t]*(?:#[^\n]*)?$",
+_SWITCH_SET = lazyre.compile(rb"^([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)[ \t]*=[ \t]*(True|False)[ \t]*(?:#[^\n]*)?$",
                          re.M)
 
 
 # a bare switch-like name (not an attribute, not a call): `if USE_CUDA:`, `x.cuda() if gpu else x`
-_SWITCH_READ = re.compile(rb"\b(?:if|elif|while|and|or|not)[ \t]+([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)"
+_SWITCH_READ = lazyre.compile(rb"\b(?:if|elif|while|and|or|not)[ \t]+([A-Za-z_]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)[A-Za-z0-9_]*)"
                           rb"\b(?![ \t]*[(.\[=])")
 
 
-_IMPORTS_SWITCH = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[^\n]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)", re.M)
+_IMPORTS_SWITCH = lazyre.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[^\n]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)", re.M)
 
 
 def _switches_of(source: bytes) -> list:
@@ -1219,11 +1220,11 @@ def summarize(source: bytes) -> Optional[Summary]:
 
 
 _WRAPPERS = ("DataParallel", "DistributedDataParallel")
-_GPU_IF = re.compile(rb"^[ \t]+(?:el)?if[ \t][^\n]*(?:gpu|GPU|cuda|CUDA)", re.M)
+_GPU_IF = lazyre.compile(rb"^[ \t]+(?:el)?if[ \t][^\n]*(?:gpu|GPU|cuda|CUDA)", re.M)
 # a user's GPU option read as a condition: a list of ids (`opt.gpu_ids`, `args.gpus`), a count
 # (`n_gpu`, `args.ngpu`), a switch (`args.cuda`, `use_gpu`)
-_GPU_IDS = re.compile(r"gpus?_?ids$|^gpus$", re.I)
-_GPU_COUNT_OR_SWITCH = re.compile(r"^(?:n_?|num_?)gpus?$|^ngpus?$|^gpu_?(?:count|num)$|^(?:use_?|with_?)?(?:cuda|gpus?)$",
+_GPU_IDS = lazyre.compile(r"gpus?_?ids$|^gpus$", re.I)
+_GPU_COUNT_OR_SWITCH = lazyre.compile(r"^(?:n_?|num_?)gpus?$|^ngpus?$|^gpu_?(?:count|num)$|^(?:use_?|with_?)?(?:cuda|gpus?)$",
                                   re.I)
 
 
@@ -2859,7 +2860,7 @@ class ProjectIndex:
         return hit
 
 
-_TENSOR_ATTRIBUTE = re.compile(rb"^[ \t]+self\.(\w+)[ \t]*=[ \t]*(?:torch\.|Variable\()", re.M)
+_TENSOR_ATTRIBUTE = lazyre.compile(rb"^[ \t]+self\.(\w+)[ \t]*=[ \t]*(?:torch\.|Variable\()", re.M)
 
 
 def _apply_moved_attributes(source: bytes) -> set:
@@ -2908,18 +2909,18 @@ def _top_definition(source: bytes, name: str) -> Optional[bytes]:
     return source[m.start():nxt.start() if nxt else len(source)]
 
 
-_NEXT_TOP = re.compile(rb"^[^\s#)\]}]", re.M)  # (a closing bracket at column 0 ends a signature, not the def)
+_NEXT_TOP = lazyre.compile(rb"^[^\s#)\]}]", re.M)  # (a closing bracket at column 0 ends a signature, not the def)
 
 
 # ---- where a module uses a name (ProjectFacts.cuda_callers) ----------------------------
 # a module asking whether (or how widely) a process group runs: `dist.is_initialized()`,
 # `get_world_size()`, `is_distributed()`, `world_size > 1`
-_ASKS_DIST = re.compile(rb"is_initialized|get_world_size|is_distributed|world_size[ \t]*>")
-_TOP_DEF_OR_CLASS = re.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
-_TOP_HEAD = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
-_PAREN_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)", re.M)
-_DEFINES = re.compile(rb"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+$")
-_IMPORT_START = re.compile(rb"[ \t]*(?:from|import)[ \t]")
+_ASKS_DIST = lazyre.compile(rb"is_initialized|get_world_size|is_distributed|world_size[ \t]*>")
+_TOP_DEF_OR_CLASS = lazyre.compile(rb"^(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
+_TOP_HEAD = lazyre.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
+_PAREN_IMPORT = lazyre.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)", re.M)
+_DEFINES = lazyre.compile(rb"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+$")
+_IMPORT_START = lazyre.compile(rb"[ \t]*(?:from|import)[ \t]")
 
 
 @functools.lru_cache(maxsize=64)
@@ -3013,13 +3014,13 @@ def _visit_tops(tree: ast.Module, visit) -> None:
             visit(top, None, False)
 
 
-_CALLED = re.compile(rb"(?:^|[^\w.])(?:\w+\.)?(\w+)[ \t]*\(", re.M)
+_CALLED = lazyre.compile(rb"(?:^|[^\w.])(?:\w+\.)?(\w+)[ \t]*\(", re.M)
 
 
 _PLACING_WORDS = (b".cuda(", b".to(", b"device", b"DataParallel")
 # a module-level function that loops over a parameter named like a data source (a cost gate only)
-_LOOPED_PARAM_HINT = re.compile(rb"\ndef[ \t]+\w+[ \t]*\([^)]*(?:loader|data|batches|_dl\b|iterator)", re.I)
-_LOADER_NAME = re.compile(rb"loader|data|batches|_dl$|^dl$|iterator", re.I)
+_LOOPED_PARAM_HINT = lazyre.compile(rb"\ndef[ \t]+\w+[ \t]*\([^)]*(?:loader|data|batches|_dl\b|iterator)", re.I)
+_LOADER_NAME = lazyre.compile(rb"loader|data|batches|_dl$|^dl$|iterator", re.I)
 
 
 def _is_loader_call(v: ast.AST) -> bool:
@@ -3052,16 +3053,16 @@ def _follows_input(expr: ast.AST) -> bool:
 # classes across files: which project classes are nn.Modules (read off the text, no parse)
 # ---------------------------------------------------------------------------------
 
-_CLASS_HEAD = re.compile(rb"\nclass[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:")  # (in b"\n" + source: see _SCRIPT_HINT)
-_TOP_LINE = re.compile(rb"\n[^\s#]")  # (searched in b"\n" + source, as the heads below)
+_CLASS_HEAD = lazyre.compile(rb"\nclass[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:")  # (in b"\n" + source: see _SCRIPT_HINT)
+_TOP_LINE = lazyre.compile(rb"\n[^\s#]")  # (searched in b"\n" + source, as the heads below)
 # `class Trainer:` (no bases): read only where a GPU-trainer question can be asked of it
-_BARE_CLASS_HEAD = re.compile(rb"\nclass[ \t]+(\w+)()[ \t]*:")
-_MOVES_DEF = re.compile(rb"^[ \t]+def[ \t]+(?:_apply|to|cuda|to_empty)[ \t]*\(", re.M)
-_REGISTERS = re.compile(rb"register_(?:buffer|parameter)\(\s*[\"']([A-Za-z_]\w*)[\"']")
-_SELF_ASSIGN = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
+_BARE_CLASS_HEAD = lazyre.compile(rb"\nclass[ \t]+(\w+)()[ \t]*:")
+_MOVES_DEF = lazyre.compile(rb"^[ \t]+def[ \t]+(?:_apply|to|cuda|to_empty)[ \t]*\(", re.M)
+_REGISTERS = lazyre.compile(rb"register_(?:buffer|parameter)\(\s*[\"']([A-Za-z_]\w*)[\"']")
+_SELF_ASSIGN = lazyre.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
 _LIBRARY_ROOTS = ("torch", "lightning", "pytorch_lightning", "transformers", "diffusers", "typing", "abc",
                    "collections", "enum", "dataclasses", "numpy")
-_PLAIN_IMPORT_AS = re.compile(rb"\n[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)")
+_PLAIN_IMPORT_AS = lazyre.compile(rb"\n[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)")
 
 
 class _ClassInfo:
@@ -3094,11 +3095,11 @@ class _ClassInfo:
 
 
 # what gives a module state of its own: a parameter, a buffer, a container of submodules
-_STATEFUL = re.compile(rb"Parameter\(|register_buffer|register_parameter|add_module|register_module|ModuleList|ModuleDict"
+_STATEFUL = lazyre.compile(rb"Parameter\(|register_buffer|register_parameter|add_module|register_module|ModuleList|ModuleDict"
                        rb"|Sequential\(|setattr\(")
-_SELF_VALUE = re.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n#]*)")
-_LITERAL = re.compile(rb"(?:-?[\d.]+(?:e-?\d+)?|True|False|None|[rbuf]*[\"'][^\"']*[\"'])[ \t]*")
-_NN_CALL = re.compile(rb"(?:torch\.)?nn\.(\w+)\(([^()]*)\)[ \t]*")
+_SELF_VALUE = lazyre.compile(rb"\bself\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n#]*)")
+_LITERAL = lazyre.compile(rb"(?:-?[\d.]+(?:e-?\d+)?|True|False|None|[rbuf]*[\"'][^\"']*[\"'])[ \t]*")
+_NN_CALL = lazyre.compile(rb"(?:torch\.)?nn\.(\w+)\(([^()]*)\)[ \t]*")
 # torch.nn layers with no parameter or buffer of their own (given no weight)
 _WEIGHTLESS_NN = frozenset(
     b"""Identity Flatten Unflatten ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Tanh Sigmoid Softplus Softsign
@@ -3148,7 +3149,7 @@ def _stateless(body: bytes) -> Optional[frozenset]:
 # checkpoint-like data files a project may ship beside its code, and how they are spelled in a
 # string literal of the loading code (an f-string's fields as `{...}`)
 _BLOB_EXTENSIONS = (".pt", ".pth", ".pkl", ".th", ".ckpt", ".tar", ".pickle")
-_SPELLED_BLOB = re.compile(rb"""["']([^"'\n]{0,200}\.(?:pt|pth|pkl|th|ckpt|tar|pickle))["']""")
+_SPELLED_BLOB = lazyre.compile(rb"""["']([^"'\n]{0,200}\.(?:pt|pth|pkl|th|ckpt|tar|pickle))["']""")
 _LEGACY_BLOB_LIMIT = 2 * 1024 * 1024
 
 _MODULE_CLASS_TAIL = rb")\.(?:__dict__\[[ \t]*[\"'])?([A-Z]\w*)(?:[\"'][ \t]*\])?[ \t]*\("
@@ -3191,7 +3192,7 @@ def _literal_data(d: ast.AST) -> bool:
 
 
 # `IOUloss(box_format="xyxy", eps=1e-10)`: an instance of a class the module names (on one line)
-_HELD_CALL = re.compile(rb"([A-Z]\w*)\([^()\n]*\)")
+_HELD_CALL = lazyre.compile(rb"([A-Z]\w*)\([^()\n]*\)")
 
 
 def classes_of(source: bytes) -> dict:
@@ -3243,7 +3244,7 @@ def _classes(source: bytes) -> dict:
 
 
 # a statement of a method body (not inside an if/for/with) that builds DistributedDataParallel
-_METHOD_DDP = re.compile(rb"^( {8}|\t\t)[^\s#][^\n]*DistributedDataParallel\(", re.M)
+_METHOD_DDP = lazyre.compile(rb"^( {8}|\t\t)[^\s#][^\n]*DistributedDataParallel\(", re.M)
 
 
 def _gpu_ddp(body: bytes) -> bool:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional
 import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
+from devlint import lazyre
 from devlint.catalogue import BY_CODE, Prefilter
 from devlint.diagnostic import Applicability, Fix
 
@@ -45,7 +46,7 @@ class Rule(BatchableCSTVisitor):
     summary: ClassVar[str] = ""
     default_enabled: ClassVar[bool] = True
     # A file that does not match is not parsed for this rule (the cheap prefilter).
-    prefilter: ClassVar[Prefilter] = re.compile(rb"torch")
+    prefilter: ClassVar[Prefilter] = lazyre.compile(rb"torch")
     VALID: ClassVar[list] = []
     INVALID: ClassVar[list] = []
 

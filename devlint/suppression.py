@@ -16,6 +16,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from devlint import lazyre
 from devlint.diagnostic import Diagnostic
 from devlint.rule import Rule
 
@@ -24,9 +25,9 @@ if TYPE_CHECKING:
 
 _CODE = r"[A-Za-z]+[0-9]+"
 _CODES = rf"(?P<codes>{_CODE}(?:[\s,]+{_CODE})*)"
-LINE_NOQA = re.compile(rf"#\s*noqa\b(?:\s*:\s*{_CODES})?", re.I)
-FILE_NOQA = re.compile(rf"^#\s*devlint\s*:\s*noqa\b(?:\s*:\s*{_CODES})?", re.I)
-_CODE_RE = re.compile(_CODE)
+LINE_NOQA = lazyre.compile(rf"#\s*noqa\b(?:\s*:\s*{_CODES})?", re.I)
+FILE_NOQA = lazyre.compile(rf"^#\s*devlint\s*:\s*noqa\b(?:\s*:\s*{_CODES})?", re.I)
+_CODE_RE = lazyre.compile(_CODE)
 UNSUPPRESSIBLE = frozenset({"DL000"})  # a file that cannot be parsed is never silently skipped
 
 
@@ -95,7 +96,7 @@ def _codes(m: re.Match) -> Optional[tuple[str, ...]]:
 # the string, a quote inside a comment by the comment. Linear, and far cheaper than
 # `tokenize` (pure Python on 3.11); it agrees with `tokenize` on every file of the torch
 # sources (tests/test_suppression.py). Only files that mention `noqa` are scanned.
-_LEXEME = re.compile(
+_LEXEME = lazyre.compile(
     rb"(?P<comment>#[^\r\n]*)"
     rb'|"""(?:[^"\\]|\\(?:\r\n|.)|"(?!""))*"""'
     rb"|'''(?:[^'\\]|\\(?:\r\n|.)|'(?!''))*'''"

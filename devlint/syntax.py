@@ -3,11 +3,11 @@ devlint.facts, devlint.analysis and the rules. No file facts here: pure function
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.walk import children
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
@@ -62,7 +62,7 @@ def string_value(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-_CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+_CUDA_LITERAL = lazyre.compile(r"cuda(:\d+)?")
 
 
 def is_cuda_string(node: cst.CSTNode) -> bool:

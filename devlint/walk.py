@@ -24,16 +24,18 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import inspect
-import re
 import typing
 from contextlib import contextmanager
 from operator import attrgetter
 from typing import Iterable, Iterator, Optional
 
 import libcst as cst
+
 from libcst import MaybeSentinel
 from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
+
+from devlint import lazyre
 
 # ---------------------------------------------------------------------------------
 # the traversal
@@ -428,7 +430,7 @@ def visit_batched(module: cst.CSTNode, visitors: Iterable) -> None:
 # positions of a few nodes
 # ---------------------------------------------------------------------------------
 
-_NEWLINE = re.compile(r"\r\n?|\n")
+_NEWLINE = lazyre.compile(r"\r\n?|\n")
 
 
 class _OffsetState(CodegenState):

@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 import libcst as cst
 
+from devlint import lazyre
 from devlint.analysis import guards
 from devlint.analysis.calls import (call_graph, default_is_dead, default_reached, fallback_param, guarded_by_callers,
                                    literals_reaching, param_places, placed_init_parameter, placed_parameter, places_device,
@@ -19,7 +20,7 @@ from devlint.walk import nodes
 
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
 # names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
-_DEVICE_TYPE_NAME = re.compile(r"(?:^|_)device_type$", re.I)
+_DEVICE_TYPE_NAME = lazyre.compile(r"(?:^|_)device_type$", re.I)
 
 
 # torch.nn layers that hold no parameter or buffer when built without arguments

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.analysis.accumulators import arith_path, count_name, short
 from devlint.analysis.loops import (bindings, bound_from, direct_statement, hoist, hoisted_name, loop_bindings,
                                     occasional_nodes, reuse_hazard, simple_statements)
@@ -178,7 +178,7 @@ def _list_element(sub: cst.Subscript, new: str) -> cst.BaseExpression:
     return out
 
 
-_DTYPE_WORD = re.compile(r"dtype|float|half|double|int\d*\b|long|bool|bfloat|complex")
+_DTYPE_WORD = lazyre.compile(r"dtype|float|half|double|int\d*\b|long|bool|bfloat|complex")
 
 
 class LoopTransfer(Rule):

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.analysis import guards
 from devlint.analysis.calls import call_graph, guarded_by_callers
 from devlint.diagnostic import Applicability, Fix
@@ -35,7 +36,7 @@ SAFE_ON_CPU = frozenset(
     get_rng_state_all list_gpu_processes stream set_stream device_of amp.GradScaler
     amp.autocast""".split()
 )
-_OPTIMIZER = re.compile(r"optim|opt$|scaler|trainer", re.I)
+_OPTIMIZER = lazyre.compile(r"optim|opt$|scaler|trainer", re.I)
 # Objects whose use spreads through the code that follows: guarding only the constructor
 # would leave the uses crashing, so these are reported without a safe fix when bound.
 SPREADING = frozenset({"Stream", "Event", "ExternalStream", "CUDAGraph"})

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-import re
 import libcst as cst
 
+from devlint import lazyre
 from devlint.analysis.calls import none_in_every_call
 from devlint.analysis.checkpoints import is_test_module
 from devlint.analysis.values import sets_default_device
@@ -22,7 +22,7 @@ FACTORIES = DEVICE_LESS_FACTORIES - {"tensor", "as_tensor"}
 # factories whose values are exact in any dtype: `.to(tensor)`'s cast can be folded as `dtype=`
 _EXACT_IN_ANY_DTYPE = frozenset({"zeros", "ones", "empty", "eye"})
 RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal"})
-_DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
+_DEVICE_STRING = lazyre.compile(r"(cpu|cuda|mps|xpu|meta|hpu)(:\d+)?")
 # `.to()` keywords that do not change what the folded factory must do
 _HARMLESS_TO_KW = {"non_blocking", "copy"}
 

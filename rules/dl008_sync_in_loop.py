@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.analysis.accumulators import (accumulation, clocks_feed_meters, contains, meter_update, read_only_in,
                                            short)
 from devlint.analysis.loops import Loop, LoopFrames, every_iteration, in_test_code, occasional_nodes
@@ -14,8 +15,8 @@ from devlint.facts import MODULE, PARAM, TENSOR, TENSOR_ONLY_USE, dotted
 from devlint.fixes import accumulate_on_device
 from devlint.rule import Invalid, Rule
 
-_OPTIMIZER_NAME = re.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
-_LOADER_NAME = re.compile(r"loader", re.I)
+_OPTIMIZER_NAME = lazyre.compile(r"optim|^opt(?:_|\d|$)|_opt(?:_|\d|$)", re.I)
+_LOADER_NAME = lazyre.compile(r"loader", re.I)
 _ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange"})
 _TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
                      "timeit.default_timer", "torch.cuda.Event"})

@@ -28,6 +28,7 @@ from typing import Dict, Optional, Set
 import libcst as cst
 from libcst._batched_visitor import BatchableCSTVisitor
 
+from devlint import lazyre
 from devlint.facts import call_arg, dotted
 from devlint.project import name_template, same_file
 from devlint.syntax import bound_names, names_read
@@ -143,7 +144,7 @@ def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module, savers:
     return False
 
 
-_PCT_FIELD = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[sdifr]")
+_PCT_FIELD = lazyre.compile(r"%[-+ #0]*\d*(?:\.\d+)?[sdifr]")
 
 
 def _saved_as(key: Optional[str], saves: set) -> bool:
@@ -370,7 +371,7 @@ def is_dataset_class(cls: Optional[cst.ClassDef]) -> bool:
     return False
 
 
-_SAVE_HELPER = re.compile(r"(^|_)save(_|$)|^save")
+_SAVE_HELPER = lazyre.compile(r"(^|_)save(_|$)|^save")
 
 
 class _Scan(BatchableCSTVisitor):
@@ -588,7 +589,7 @@ def file_name(expr: cst.BaseExpression) -> Optional[str]:
 
 # torch.hub's file names end in the first hex digits of the file's SHA-256
 # (``resnet152-b121ed2d.pth``): a model-zoo download, published from host tensors to load anywhere
-_HUB_FILE = re.compile(r"^[\w.]+-[0-9a-f]{8,}\.(?:pth|pt)$")
+_HUB_FILE = lazyre.compile(r"^[\w.]+-[0-9a-f]{8,}\.(?:pth|pt)$")
 
 
 def zoo_file(path: cst.BaseExpression, module: cst.Module, project) -> bool:

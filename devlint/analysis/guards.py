@@ -38,6 +38,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.project import CUDA_ONLY_PACKAGES
 from devlint.syntax import call_arg, dotted, is_main_guard, string_value
 from devlint.walk import nodes, statements
@@ -46,27 +47,27 @@ EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "
                         "pytest.exit", "raise_error"})
 
 # a user switch or an imported flag in a condition: `args.cuda`, `use_gpu`, `TEST_CUDA`, `HAS_GPU`
-_NAMEISH_FLAG = re.compile(r"cuda|gpu|rocm|(?:^|_)hip(?:$|_)", re.I)  # ROCm builds run torch.cuda
-_CONSTANT_FLAG = re.compile(r"[A-Z][A-Z0-9_]*")
+_NAMEISH_FLAG = lazyre.compile(r"cuda|gpu|rocm|(?:^|_)hip(?:$|_)", re.I)  # ROCm builds run torch.cuda
+_CONSTANT_FLAG = lazyre.compile(r"[A-Z][A-Z0-9_]*")
 # a user switch for the CPU: `args.cpu`, `use_cpu`, `force_cpu`, `cpu_only`, `ONLY_CPU`
-_CPU_FLAG = re.compile(r"(?:(?:use|force|only|run_on|on)_)?cpu(?:_only)?", re.I)
+_CPU_FLAG = lazyre.compile(r"(?:(?:use|force|only|run_on|on)_)?cpu(?:_only)?", re.I)
 # Decorators (and marks) that skip a test, or refuse to run a function, unless a CUDA GPU is present.
-_GPU_ONLY_DECORATOR = re.compile(
+_GPU_ONLY_DECORATOR = lazyre.compile(
     r"skip_?if_?(no|lt_x|not)_?(cuda|gpu)s?|skip_?unless_?(cuda|gpu)s?|requires?_?(cuda|gpus?|multi_?gpu|nccl)"
     r"|needs?_?(cuda|gpus?)|only_?cuda|(cuda|gpu)_?only|(cuda|gpus?)_?required|requires?_?(cuda|gpu)_?\w*",
     re.I,
 )
 # `@pytest.mark.gpu`: a marker the project's conftest deselects without a GPU
-_GPU_MARKER = re.compile(r"(cuda|gpus?|multi_?gpus?)", re.I)
+_GPU_MARKER = lazyre.compile(r"(cuda|gpus?|multi_?gpus?)", re.I)
 # `RunIf(min_cuda_gpus=1)`, `RunIf(min_gpus=2)`: the keyword says it, whatever the helper's name
-_MIN_GPUS_KEYWORD = re.compile(r"min_(cuda_)?gpus?|min_cuda_devices?|num_gpus", re.I)
+_MIN_GPUS_KEYWORD = lazyre.compile(r"min_(cuda_)?gpus?|min_cuda_devices?|num_gpus", re.I)
 _SKIP_IF = frozenset({"skipif", "skip_if"})
 _SKIP_UNLESS = frozenset({"skipunless", "skip_unless"})
 _AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 _CPP_EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
 _TORCH_OPS_BUILTIN = frozenset({"aten", "prims", "quantized", "_quantized", "higher_order", "profiler"})
 # an imported module that is a compiled (CUDA) extension: `from . import _C`, `import fused_adam_cuda`
-_EXTENSION_MODULE = re.compile(r"(^|[._])(_C|_ext|ext|cuda|kernels?|triton|_?cuda_\w+|\w+_cuda)($|[._])")
+_EXTENSION_MODULE = lazyre.compile(r"(^|[._])(_C|_ext|ext|cuda|kernels?|triton|_?cuda_\w+|\w+_cuda)($|[._])")
 
 
 def ends_with_exit(body: cst.BaseSuite) -> bool:
@@ -283,9 +284,9 @@ def _switch_compared(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) 
 
 # a user's GPU option: a count (`num_gpu`, `args.ngpu`, `n_gpus`, `len(gpu_ids)`) or an id (`args.gpu`,
 # `gpu_id`); compared with a number or `None` it is the user's explicit choice of a GPU, like `args.cuda`
-_GPU_OPTION = re.compile(r"(?:^|_)(?:n_?|num_?)?gpus?(?:_?(?:ids?|index|count|num))?$|^(?:n|num)_?gpus?$|^ngpus?$", re.I)
-_GPU_COUNT = re.compile(r"^(?:n_?|num_?)gpus?|gpus?_?(?:count|num)$|^ngpus?$", re.I)
-_GPU_LIST = re.compile(r"gpus?_?ids$|gpus$", re.I)
+_GPU_OPTION = lazyre.compile(r"(?:^|_)(?:n_?|num_?)?gpus?(?:_?(?:ids?|index|count|num))?$|^(?:n|num)_?gpus?$|^ngpus?$", re.I)
+_GPU_COUNT = lazyre.compile(r"^(?:n_?|num_?)gpus?|gpus?_?(?:count|num)$|^ngpus?$", re.I)
+_GPU_LIST = lazyre.compile(r"gpus?_?ids$|gpus$", re.I)
 
 
 def _gpu_option_polarity(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) -> int:
@@ -667,7 +668,7 @@ def try_guards(try_node: cst.CSTNode) -> bool:
 
 _OOM_ERRORS = frozenset({"torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError", "OutOfMemoryError"})
 # what a handler for GPU memory running out says: "CUDA out of memory", "OOM", `is_oom(err)`
-_OOM_WORDS = re.compile(r"out of memory|out_of_memory|(?:^|[^A-Za-z])OOM(?:[^A-Za-z]|$)|(?:^|_)oom(?:_|$)")
+_OOM_WORDS = lazyre.compile(r"out of memory|out_of_memory|(?:^|[^A-Za-z])OOM(?:[^A-Za-z]|$)|(?:^|_)oom(?:_|$)")
 
 
 def oom_handler(handler: cst.ExceptHandler) -> bool:
@@ -818,7 +819,7 @@ def _instances(facts) -> dict:
 
 # Lightning launchers: built with a GPU accelerator, they refuse to start on a machine without one
 _LAUNCHERS = frozenset({"Trainer", "Fabric", "LightningLite"})
-_LAUNCHER_WORD = re.compile(rb"Trainer|Fabric|LightningLite")
+_LAUNCHER_WORD = lazyre.compile(rb"Trainer|Fabric|LightningLite")
 
 
 def _names_launcher(facts) -> bool:
@@ -1054,7 +1055,7 @@ _RUNTIME = frozenset({"torch.cuda.current_device", "torch.cuda.set_device", "tor
 
 
 # the last parts of _RUNTIME's names: a file that spells none of them calls none of them
-_RUNTIME_WORD = re.compile(b"|".join(sorted({q.rsplit(".", 1)[-1].encode() for q in _RUNTIME})))
+_RUNTIME_WORD = lazyre.compile(b"|".join(sorted({q.rsplit(".", 1)[-1].encode() for q in _RUNTIME})))
 
 
 def calls_cuda_runtime(facts, fn: cst.FunctionDef) -> bool:
@@ -1352,7 +1353,7 @@ def _returned(fn: cst.FunctionDef) -> cst.BaseExpression:
 # (``triton`` installs with torch on Linux, so importing it says nothing until a kernel runs)
 _CUDA_ONLY_FILE = frozenset(CUDA_ONLY_PACKAGES) - {"triton"}
 _CUDA_ONLY_FUNCTION = _CUDA_ONLY_FILE | {"triton"}
-_CUDA_ONLY_IMPORT = re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
+_CUDA_ONLY_IMPORT = lazyre.compile(rb"^[ \t]*(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",
                                re.M)
 
 

@@ -15,18 +15,18 @@ A rule mixes it in (``class R(LoopFrames, Rule)``), calls ``init_frames()`` in
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.analysis.usage import usage_of
 from devlint.facts import dotted
 from devlint.syntax import bound_names
 from devlint.walk import children, nodes
 
-_TEST_WORD = re.compile(r"(^|_)test(_|$)|^_*test|Test")
+_TEST_WORD = lazyre.compile(r"(^|_)test(_|$)|^_*test|Test")
 
 
 def in_test_code(functions: list, classes: list, filename: str) -> bool:

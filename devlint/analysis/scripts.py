@@ -17,6 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.project import DEVICE_WORDS
 from devlint.syntax import is_main_guard, names_read
 from devlint.facts import MODULE, dotted, string_value
@@ -74,8 +75,8 @@ def _declarative(stmt: cst.CSTNode) -> bool:
 
 
 # Any of these in a name, attribute or keyword means the file already deals with devices.
-_AWARE_WORD = re.compile(r"cuda|device|accelerator|map_location|^(?:mps|xpu|xla|hpu|npu)$", re.I)
-_DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|hpu|npu|meta)(?::\d+)?")
+_AWARE_WORD = lazyre.compile(r"cuda|device|accelerator|map_location|^(?:mps|xpu|xla|hpu|npu)$", re.I)
+_DEVICE_STRING = lazyre.compile(r"(?:cuda|cpu|mps|xpu|xla|hpu|npu|meta)(?::\d+)?")
 _DTYPES = frozenset(
     """float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short
     uint8 bool complex64 complex128 cfloat cdouble""".split()

@@ -22,6 +22,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint import lazyre
 from devlint.syntax import bound_names, dotted, names_read
 from devlint.walk import children, nodes
 
@@ -40,14 +41,14 @@ _SCALAR_ARG_METHODS = frozenset({"fill_", "uniform_", "normal_", "random_", "ber
 _METADATA = frozenset({"shape", "ndim", "dtype", "device", "size", "dim", "numel", "is_cuda"})
 PLACED = "<placed by the caller>"  # a call_targets() entry: the caller moves the value at once
 # calls whose arguments only reach the host: printing and logging
-_LOG_NAMES = re.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
+_LOG_NAMES = lazyre.compile(r"^(print|log|log_dict|log_metrics|info|debug|warning|warn|add_scalar|add_scalars|"
                         r"set_postfix|set_description|write|update_metrics|record)$")
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "norm", "std", "var", "round", "log",
                          "exp", "abs", "sqrt", "floor", "ceil", "clamp"})
 _HOST_BUILTINS = frozenset({"int", "float", "len", "range", "bool", "str", "list", "tuple", "enumerate",
                             "zip", "round", "print"})
 # `torch.distributed`, not the licence header's "distributed under the License"
-_DEVICE_WORDS = re.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
+_DEVICE_WORDS = lazyre.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
 
 
 def factory_of_chain(node: cst.BaseExpression) -> cst.BaseExpression:
