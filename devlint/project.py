@@ -36,7 +36,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 34
+SUMMARY_VERSION = 35
 
 
 @dataclass(frozen=True)
@@ -761,6 +761,17 @@ def _save_name(target: ast.AST) -> Optional[str]:
     return None
 
 
+def _bound_path(target: ast.AST, fn: Optional[ast.AST]) -> ast.AST:
+    """A save's path spelled as a name the saving function binds once (``gt_path = save_dir /
+    "gt.pt"``): what it is bound to; else the path as spelled."""
+    if isinstance(target, ast.Name) and fn is not None:
+        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == target.id for t in n.targets)]
+        if len(values) == 1:
+            return values[0]
+    return target
+
+
 def _model_state(obj: ast.AST, built: set) -> bool:
     """A model checkpoint: ``m.state_dict()``, a dict holding one, or a name bound to a
     constructor call (``decoder = CharRNN(...)``); not a vocabulary or a data cache."""
@@ -771,19 +782,36 @@ def _model_state(obj: ast.AST, built: set) -> bool:
     return isinstance(obj, ast.Name) and obj.id in built
 
 
-def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None) -> bool:
+_JOINS = ("cat", "concat", "concatenate", "stack", "vstack", "hstack")
+
+
+def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None, target: Optional[ast.AST] = None) -> bool:
     """``x.cpu()``, ``net.cpu().state_dict()``, ``x.to("cpu").half()``, a dict of those, or a
     list/dict the saving function builds empty and fills only with those: moved off the device
-    by the saving code."""
+    by the saving code. Also a name the function binds only to such a list joined
+    (``torch.cat(rows)``) or to what it loads from the very file it saves to (``target``)."""
     if _host_copy(obj):
         return True
+    if isinstance(obj, ast.Name) and fn is not None:
+        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == obj.id for t in n.targets)]
+        joined = [v for v in values if isinstance(v, ast.Call) and v.args and isinstance(v.args[0], ast.Name)
+                  and (_dotted(v.func) or "").rsplit(".", 1)[-1] in _JOINS]
+        reloaded = [v for v in values if target is not None and isinstance(v, ast.Call) and v.args
+                    and (_dotted(v.func) or "").endswith("load") and ast.dump(v.args[0]) == ast.dump(target)]
+        if joined and len(joined) + len(reloaded) == len(values) and all(
+                v.args[0].id != obj.id and _host_object(v.args[0], fn) for v in joined):
+            return True
     if isinstance(obj, ast.Dict):
         return bool(obj.values) and all(v is not None and (_host_copy(v) or _plain_number(v)) for v in obj.values)
     if not (isinstance(obj, ast.Name) and fn is not None):
         return False
     binds, stored = [], []
     for n in ast.walk(fn):
-        if isinstance(n, ast.Assign):
+        if isinstance(n, ast.AnnAssign) and n.value is not None and isinstance(n.target, ast.Name) \
+                and n.target.id == obj.id:
+            binds.append(n.value)  # `rows: List[torch.Tensor] = []`
+        elif isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name) and t.id == obj.id:
                     binds.append(n.value)
@@ -1183,9 +1211,9 @@ def summarize(source: bytes) -> Optional[Summary]:
              and (_dotted(n.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
              for t in n.targets if isinstance(t, ast.Name)} if raw_saves else set()
     passed = _passed_saves(tree) if made_here and raw_saves else set()
-    s.saves = [[_save_name(t) if t is not None else None,
-                _host_object(o, fn) or (made_here and id(o) not in passed), _model_state(o, built),
-                _host_object(o, fn)]
+    s.saves = [[_save_name(_bound_path(t, fn)) if t is not None else None,
+                _host_object(o, fn, t) or (made_here and id(o) not in passed), _model_state(o, built),
+                _host_object(o, fn, t)]
                for t, o, fn in raw_saves]
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     ensuring: set = set()
@@ -2103,10 +2131,57 @@ class ProjectIndex:
             head = _TOP_HEAD.match(source, start)
             if head is not None and b"cuda" in source[start:tops[i + 1] if i + 1 < len(tops) else len(source)]:
                 wanted.append(head.group(1).decode())
-        if not wanted or len(self._project_files()) > _WHOLE_PROJECT_FILES:
+        methods = _cuda_methods(source, tops) if b".module." in source or b"DataParallel" in source \
+            or self._project_words((b".module.",)) else []
+        if not (wanted or methods) or len(self._project_files()) > _WHOLE_PROJECT_FILES:
             return frozenset()
         public = _quoted_in_all(source)
-        return frozenset(n for n in wanted if n not in public and self._only_cuda_uses(path, n, 3))
+        out = {n for n in wanted if n not in public and self._only_cuda_uses(path, n, 3)}
+        out |= {f"{cls}.{meth}" for cls, meth in methods
+                if cls not in out and cls not in public and self._only_wrapper_uses(path, meth)}
+        return frozenset(out)
+
+    def _project_words(self, words: tuple) -> bool:
+        """Some Python module of the project spells one of ``words``."""
+        return any(self._words(p, words) for p in self._project_files())
+
+    def _only_wrapper_uses(self, path: str, method: str) -> bool:
+        """Every use of the word ``method`` in the project, but its definition, reads it off the
+        ``.module`` of a model that its module binds only to the result of a function wrapping
+        the model in ``DataParallel`` when GPUs were asked for (``model.module.encode_features(x)``
+        after ``model = create_model(opt)``): only that wrapper has ``.module``, so the method runs
+        on the GPU path only (what :func:`guards.reads_gpu_wrapper` reads within one file). At
+        least one such use; none in a notebook, nor a bare or ``self.`` call."""
+        word = method.encode()
+        pattern = re.compile(rb"\b" + re.escape(word) + rb"\b")
+        for nb in self._notebooks:
+            text = self._text(nb)
+            if text is not None and word in text[1] and pattern.search(text[1]):
+                return False
+        found = False
+        for other in self._project_files():
+            text = self._text(other)
+            if text is None or word not in text[1]:
+                continue
+            data = text[1]
+            receivers = set()
+            for m in pattern.finditer(data):
+                p = m.start()
+                line = data.rfind(b"\n", 0, p) + 1
+                head = data[line:p]
+                if head.lstrip().startswith(b"#") or (other == path and _DEFINES.match(head)):
+                    continue
+                r = _MODULE_RECEIVER.search(head)
+                if r is None:
+                    return False
+                receivers.add(r.group(1).decode())
+            if not receivers:
+                continue
+            wrappers = self._gpu_wrappers(data, self.imports(other))
+            if not wrappers or not all(_bound_only_to(data, n, wrappers) for n in receivers):
+                return False
+            found = True
+        return found
 
     def _only_cuda_uses(self, path: str, name: str, depth: int) -> bool:
         """Every use of the top-level ``name`` of the module at ``path`` (other than its own
@@ -2543,6 +2618,10 @@ class ProjectIndex:
                         saves.setdefault(name, []).append(host)
             host_files = frozenset(n for n, hosts in saves.items() if all(hosts))
             gpu_files = frozenset(saves) - host_files
+            # data files the project's code moves to the host itself before saving, wherever
+            # that code is (an evaluation module writing `gt.pt` from `rows.append(p.cpu())`,
+            # read back by scripts elsewhere)
+            host_files |= self._explicit_host_saves(source) - gpu_files
             host_program = bool(all_saves) and all(all_saves)
             if host_program and self._words(path, _SAVE_WORDS):
                 # ... and the file's own model checkpoints are part of its program too: one saved
@@ -2673,6 +2752,33 @@ class ProjectIndex:
                 else:
                     out |= {f"{a or n}={int(value)}" for n, a in names if n == name}
         return frozenset(out)
+
+    def _explicit_host_saves(self, source: bytes) -> frozenset:
+        """Of the checkpoint file names ``source`` spells, those that some module of the project
+        saves and every save of which, anywhere in the project, holds data the saving code
+        itself moved to the host (``torch.save(torch.cat(rows), "gt.pt")`` after
+        ``rows.append(p.cpu())``), no model's state (not asked of a large library)."""
+        spelled = set()
+        for m in _SPELLED_BLOB.finditer(source):
+            text = m.group(1).decode("utf-8", "replace")
+            name = name_template(text, "format") if "{" in text else os.path.basename(text.replace("\\", "/"))
+            if name:
+                spelled.add(name)
+        if not spelled:
+            return frozenset()
+        files = self._project_files()
+        if len(files) > _WHOLE_PROJECT_FILES:
+            return frozenset()
+        verdict: dict = {}  # name -> every save of it is an explicit host copy
+        for p in files:
+            if not self._words(p, _SAVE_WORDS):
+                continue
+            s = self.summary(p)
+            for saved, _host, model, explicit in (s.saves if s is not None else ()):
+                for name in spelled:
+                    if saved and same_file(name, saved):
+                        verdict[name] = verdict.get(name, True) and explicit and not model
+        return frozenset(n for n, ok in verdict.items() if ok)
 
     def _project_nccl_only(self) -> bool:
         """Every process group the project's modules start is an NCCL one, and there is one (not
@@ -2929,6 +3035,45 @@ def _top_starts(source: bytes) -> tuple:
     closing bracket), and the spans of parenthesised imports."""
     return (tuple(m.start() for m in _NEXT_TOP.finditer(source)),
             tuple(m.span() for m in _PAREN_IMPORT.finditer(source)))
+
+
+_MODULE_RECEIVER = lazyre.compile(rb"(?<![\w.])([A-Za-z_]\w*)\.module\.$")
+
+
+def _cuda_methods(source: bytes, tops: tuple) -> list:
+    """``(class, method)`` for the methods of the module's top-level classes whose code names
+    CUDA (a method runs from its ``def`` to the next ``def`` or ``class`` at its indentation or
+    less, or the class's end)."""
+    out = []
+    for i, start in enumerate(tops):
+        head = _TOP_HEAD.match(source, start)
+        if head is None or not source.startswith(b"class", start):
+            continue
+        end = tops[i + 1] if i + 1 < len(tops) else len(source)
+        body = source[start:end]
+        if b"cuda" not in body:
+            continue
+        defs = [(len(m.group(1).expandtabs()), m.group(2), m.start()) for m in _DEF_HEAD.finditer(body)]
+        for j, (indent, name, at) in enumerate(defs):
+            if indent == 0:
+                continue
+            stop = next((a for ind, _n, a in defs[j + 1:] if ind <= indent), len(body))
+            if b"cuda" in body[at:stop]:
+                out.append((head.group(1).decode(), name.decode()))
+    return out
+
+
+def _bound_only_to(source: bytes, name: str, functions: frozenset) -> bool:
+    """Every binding of ``name`` in the module's text is ``name = f(...)`` for an ``f`` of
+    ``functions`` (no loop target, ``with ... as``, parameter or other assignment), and one is."""
+    word = re.escape(name.encode())
+    assigned = re.findall(rb"(?m)^[ \t]*" + word + rb"[ \t]*=(?!=)[ \t]*([A-Za-z_][\w.]*)[ \t]*\(", source)
+    if not assigned or any(f.decode() not in functions for f in assigned):
+        return False
+    anywhere = len(re.findall(rb"(?m)^[ \t]*" + word + rb"[ \t]*(?::[^=\n]*)?[-+*/|&]?=(?!=)", source))
+    other = re.search(rb"\b(?:for|as|global|nonlocal)[ \t]+(?:[\w, \t]*,[ \t]*)?" + word + rb"\b|\bdef[ \t]+\w+[ \t]*\([^)]*\b"
+                      + word + rb"\b|[,(][ \t]*" + word + rb"[ \t]*(?:,[^=\n]*)?\)?[ \t]*=(?!=)", source)
+    return anywhere == len(assigned) and other is None
 
 
 def _quoted_in_all(source: bytes) -> frozenset:

@@ -16,7 +16,7 @@ from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_va
 from devlint.fixes import (LEGACY_TYPES, DeviceChoice, choose_device, choose_library_device, cuda_to_call,
                            guarded_literal, legacy_factory, legacy_type_call, torch_ref)
 from devlint.rule import Invalid, Rule
-from devlint.walk import nodes
+from devlint.walk import children, nodes
 
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
 # names of a device *type* (`torch.autocast(device_type)`, dispatch tables), not a placement
@@ -114,6 +114,15 @@ class HardcodedCuda(Rule):
         "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
         "args = p.parse_args()\nif not torch.cuda.is_available():\n    args.device = 'cpu'\n"
         "print(torch.ones(2).to(args.device))\n",
+        # the option is read only where CUDA is usable: `cpu` everywhere else
+        "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
+        "args = p.parse_args()\n"
+        "device = args.device if torch.cuda.is_available() and args.device.startswith('cuda') else 'cpu'\n"
+        "print(torch.ones(2).to(device))\n",
+        # a parameter's CUDA default used only where CUDA is usable (mgplvm's `get_device`)
+        "import torch\ndef get_device(device: str = 'cuda'):\n"
+        "    if torch.cuda.is_available() and device == 'cuda':\n        return torch.device(device)\n"
+        "    return torch.device('cpu')\nprint(torch.ones(2).to(get_device()))\n",
         # a None default filled with CUDA in a conditional expression, that every call replaces
         "import torch\nclass MetricOptions:\n    def __init__(self, G=None, device=None):\n"
         "        self.device = device if device is not None else torch.device('cuda', 0)\n"
@@ -941,7 +950,37 @@ class HardcodedCuda(Rule):
             if (s is not None and s and not is_cuda_string(n.value)) or (
                     type(n.value) is cst.IfExp and guards.guard_polarity(self.facts, n.value.test) != 0):
                 return True  # `args.device = "cpu"`, `args.device = "cuda" if torch.cuda.is_available() else "cpu"`
-        return False
+        # `device = args.device if torch.cuda.is_available() and ... else "cpu"`: read only with CUDA
+        return self._read_only_with_cuda(self.ctx.module, lambda x: type(x) is cst.Attribute and x.attr.value == dest
+                                         and type(x.value) is cst.Name and x.value.value != "self")
+
+    def _read_only_with_cuda(self, scope: cst.CSTNode, is_read) -> bool:
+        """Every read under ``scope`` (``is_read(node)``, at least one) is in the branch of an
+        ``if`` or a conditional expression that runs only where CUDA is usable, or in the test
+        that asks (``if torch.cuda.is_available() and device == "cuda": torch.device(device)``)."""
+        found = False
+        stack = [(scope, False)]
+        while stack:
+            n, guarded = stack.pop()
+            if is_read(n):
+                if not guarded:
+                    return False
+                found = True
+                continue
+            t = type(n)
+            if t is cst.If or t is cst.IfExp:
+                pol = guards.guard_polarity(self.facts, n.test)
+                if pol:
+                    stack.append((n.test, True))  # (compared with what asks for CUDA: no placement)
+                    stack.append((n.body, guarded or pol == 1))
+                    if n.orelse is not None:
+                        stack.append((n.orelse, guarded or pol == -1))
+                    continue
+            if t is cst.Attribute or t is cst.Arg:
+                stack.append((n.value, guarded))  # (not `torch.device`'s or `f(device=...)`'s name)
+                continue
+            stack.extend((k, guarded) for k in children(n, trivia=False))
+        return found
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         """``device: str = "cuda"``: a configuration class's field (a dataclass, pyrallis or
@@ -1030,6 +1069,9 @@ class HardcodedCuda(Rule):
         if is_cuda_string(d) and "device" in node.name.value.lower() and not _DEVICE_TYPE_NAME.search(node.name.value):
             if fn is not None and not self._default_reached(fn, node):
                 return  # no call in the project omits it and no command line runs it: every caller seen chooses
+            name = node.name.value
+            if fn is not None and self._read_only_with_cuda(fn.body, lambda x: type(x) is cst.Name and x.value == name):
+                return  # `if torch.cuda.is_available() and device == "cuda": torch.device(device)`
             self._guard_in_place(d, f"parameter `{node.name.value}` defaults to the CUDA device (portability advice: "
                                   "a caller that omits it fails without CUDA)", default=True)
 

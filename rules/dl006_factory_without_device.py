@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
+from devlint.analysis.checkpoints import is_test_module
 from devlint.analysis.values import sets_default_device
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
 from devlint.analysis.hostflow import declares_host, ends_placed
@@ -105,8 +108,9 @@ class FactoryWithoutDevice(Rule):
     and tables filled in place: `devlint/analysis/hostflow.py`), `torch.tensor(<data>)`
     returned to the caller (Python data crosses to a device by a copy anyway), a method
     that declares a host device (`host = torch.device("cpu")`; `x.to(host)`), and a
-    private module class (`_Name`) in a file that never names a device (only the file
-    itself runs it, on the host).
+    private module class (`_Name`) in a file that never names a device, or any module
+    class of a test module that never names one (only the file itself runs it, on the
+    host).
 
     ## Why is this bad?
     The factory creates the tensor on the CPU (or the default device) on every call,
@@ -411,6 +415,13 @@ class FactoryWithoutDevice(Rule):
         self._attr_use: dict = {}  # method -> names used as `name.shape` & co
         self._pending: list = []
         self._not_body = 0  # inside parameter defaults / decorators: evaluated once, at def time
+        self._test: Optional[bool] = None  # the file is a module of a test suite (asked lazily)
+
+    def _test_suite(self) -> bool:
+        if self._test is None:
+            self._test = (is_test_module(self.ctx.filename, self.facts.module)
+                          and not self.ctx.filename.replace("\\", "/").endswith("conftest.py"))
+        return self._test
 
     def visit_Parameters(self, node: cst.Parameters) -> None:
         self._not_body += 1
@@ -476,8 +487,10 @@ class FactoryWithoutDevice(Rule):
         method, cls = self.t.method, self.t.cls
         if self._not_body or method is None or not self.t.in_module_class or method.name.value not in self._per_call.get(cls, ()):
             return
-        if cls.name.value.startswith("_") and not may_touch_device(self.facts.source):
-            return  # a private module of a file that never names a device: only this file runs it, on the host
+        if not may_touch_device(self.facts.source) and (cls.name.value.startswith("_") or self._test_suite()):
+            # a private module of a file that never names a device, or a module of a test
+            # module that never does (nothing imports a test): only this file runs it, on the host
+            return
         q = self.facts.qualname(func)
         if q is None or not q.startswith("torch.") or q.count(".") != 1:
             return

@@ -146,3 +146,66 @@ def test_a_test_device_used_only_as_a_key_is_not_a_placement():
     # outside a test file the same definitions are device choices: all three are reported
     diags = lint_source(CACHE_KEYS.encode(), "cache_check.py", _settings()).diagnostics
     assert sorted(d.line for d in diags) == [5, 6, 11]
+
+
+PATTERN_CACHE = textwrap.dedent('''\
+    """Patterns kept on the host, handed out on a cuda device when asked."""
+    import torch
+
+
+    class PatternCache:
+        def __init__(self):
+            self.counts = {}
+            self.patterns = {}
+
+        def get(self, key, target_device=None):
+            self.counts[key] = self.counts.get(key, 0) + 1
+            pattern = self.patterns[key]
+            return pattern if target_device is None else pattern.to(target_device)
+
+
+    cache = PatternCache()
+    ''')
+
+
+def test_a_dicts_get_is_not_a_call_of_the_classs_own_get():
+    # `self.counts.get(key, 0)`: the 0 is a count's default, handed to dict.get
+    assert lint_source(PATTERN_CACHE.encode(), "cache.py", _settings()).diagnostics == []
+    # the class's own `get` called on an instance: the 0 is a device index
+    called = PATTERN_CACHE + "print(cache.get('k', 0))\n"
+    assert [(d.code, d.line) for d in lint_source(called.encode(), "cache.py", _settings()).diagnostics] == [
+        ("DL002", 17)]
+
+
+FLASH_TEST = textwrap.dedent('''\
+    import pytest
+    import torch
+
+
+    def test_flash_path():
+        try:
+            import flash_attn  # noqa: F401
+        except ImportError:
+            pytest.skip("flash_attn not installed")
+        q = torch.randn(2, 8).cuda()
+        assert q.sum().item() == q.sum().item()
+    ''')
+
+
+def test_a_test_that_skips_unless_a_cuda_only_package_imports_runs_only_with_cuda():
+    assert lint_source(FLASH_TEST.encode(), "tests/test_flash.py", _settings()).diagnostics == []
+    skips = FLASH_TEST.replace('''        try:
+            import flash_attn  # noqa: F401
+        except ImportError:
+            pytest.skip("flash_attn not installed")
+''', '''        pytest.importorskip("flash_attn")
+''')
+    assert lint_source(skips.encode(), "tests/test_flash.py", _settings()).diagnostics == []
+    # the handler carries on without the package: the test also runs where it is missing
+    carries_on = FLASH_TEST.replace('pytest.skip("flash_attn not installed")', "flash_attn = None")
+    assert [(d.code, d.line) for d in lint_source(carries_on.encode(), "tests/test_flash.py", _settings()).diagnostics] \
+        == [("DL002", 10)]
+    # a package with a CPU build (numpy) says nothing about CUDA
+    numpy = FLASH_TEST.replace("import flash_attn", "import numpy")
+    assert [(d.code, d.line) for d in lint_source(numpy.encode(), "tests/test_flash.py", _settings()).diagnostics] \
+        == [("DL002", 10)]

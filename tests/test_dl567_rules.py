@@ -103,6 +103,33 @@ class M(nn.Module):
     assert codes_at(src, "DL006") == [(14, "DL006"), (17, "DL006")]
 
 
+TEST_MODEL = ("import torch\n\n\nclass TinyLM(torch.nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.w = torch.nn.Parameter(torch.tensor(0.5))\n\n"
+              "    def forward(self, ids):\n        return self.w * torch.ones(*ids.shape, 3)\n\n\n"
+              "def test_logits_shape():\n    assert TinyLM()(torch.ones(2, 4)).shape == (2, 4, 3)\n")
+
+
+SETTINGS_DL006 = Settings(select=registry.resolve(["DL006"]))
+
+
+def test_dl006_a_test_modules_model_that_never_meets_a_device():
+    # pytest runs the module's own model on the host: nothing in the file names a device
+    assert [d.code for d in lint_source(TEST_MODEL.encode(), "tests/test_lm.py", SETTINGS_DL006).diagnostics] == []
+    # the same model in a script, or in a test that moves it, is reported
+    assert [d.line for d in lint_source(TEST_MODEL.encode(), "lm.py", SETTINGS_DL006).diagnostics] == [10]
+    moved = TEST_MODEL.replace("TinyLM()(torch.ones(2, 4))", "TinyLM().cuda()(torch.ones(2, 4).cuda())")
+    assert [d.line for d in lint_source(moved.encode(), "tests/test_lm.py", SETTINGS_DL006).diagnostics] == [10]
+
+
+def test_dl006_a_random_draw_reduced_to_a_python_condition():
+    src = ("import torch\nfrom torch import nn\nclass Aug(nn.Module):\n    def forward(self, x):\n"
+           "        if self.training and (torch.rand(1) <= self.p).all():\n            x = x.flip(0)\n"
+           "        if bool(torch.rand(1) < self.p):\n            x = x * 2\n"
+           "        keep = (torch.rand(x.shape[0]) < self.p).float()\n        return x * keep[:, None]\n")
+    # the first two only steer Python control flow; the mask meets the input on its device
+    assert codes_at(src, "DL006") == [(9, "DL006")]
+
+
 def test_dl006_does_not_guess_a_tensor_argument():
     src = ("import torch\nfrom torch import nn\nclass M(nn.Module):\n"
            "    def forward(self, cfg):\n        return torch.ones(cfg['n'])\n")

@@ -1241,6 +1241,82 @@ def test_a_factory_of_the_file_itself_that_wraps_for_gpus(tmp_path, monkeypatch)
     assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL002"] == []
 
 
+# a method of the model class that another script calls only through the wrapper's `.module`
+CALLS_METHOD = ("import torch\nfrom models import create_model\nfrom options import opt\n\n"
+                "model = create_model(opt)\nfor batch in [torch.ones(1, 4)]:\n"
+                "    feat = model.module.encode(batch)\n")
+
+
+def _wrapped_method_project(tmp_path, models=None, caller=None, extra=None):
+    models = models or WRAPPING_FACTORY.replace("\n\ndef create_model", "\n    def encode(self, image):\n"
+                                                "        return self.enc(image.cuda())\n\ndef create_model")
+    files = {"setup.py": "", "models.py": models, "options.py": "opt = None\n", "encode.py": caller or CALLS_METHOD}
+    files.update(extra or {})
+    write(tmp_path, files)
+
+
+def test_a_method_called_only_through_a_gpu_wrappers_module_runs_on_the_gpu_path(tmp_path, monkeypatch):
+    _wrapped_method_project(tmp_path)
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "models.py"] == []
+
+
+def test_a_method_called_any_other_way_keeps_its_finding(tmp_path, monkeypatch):
+    # a plain call on the unwrapped model: the method runs on the CPU path too
+    _wrapped_method_project(tmp_path, caller=CALLS_METHOD.replace("model.module.encode", "Model().encode"))
+    assert ("models.py", 9, "DL002") in lint(tmp_path, monkeypatch)
+    # `.module` of a model this script also binds to something else
+    _wrapped_method_project(tmp_path, caller=CALLS_METHOD + "model = torch.nn.DataParallel(Model())\n"
+                            "model.module.encode(torch.ones(1, 4))\n")
+    assert ("models.py", 9, "DL002") in lint(tmp_path, monkeypatch)
+    # the factory wraps on every path: `.module` exists on a CPU-only machine too
+    always = WRAPPING_FACTORY.replace("    if opt.is_train and len(opt.gpu_ids) and not opt.fp16:\n    ", "")
+    _wrapped_method_project(tmp_path, models=always.replace(
+        "\n\ndef create_model", "\n    def encode(self, image):\n        return self.enc(image.cuda())\n\ndef create_model"),
+        caller=CALLS_METHOD)
+    assert ("models.py", 9, "DL002") in lint(tmp_path, monkeypatch)
+    # a notebook names it: its reader may call it on any machine
+    _wrapped_method_project(tmp_path, extra={"demo.ipynb": json.dumps(
+        {"cells": [{"cell_type": "code", "metadata": {}, "source": ["m.encode(x)\n"], "outputs": [],
+                    "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})})
+    assert ("models.py", 9, "DL002") in lint(tmp_path, monkeypatch)
+
+
+def test_cache_follows_an_edit_of_the_script_calling_the_method(tmp_path, monkeypatch):
+    _wrapped_method_project(tmp_path)
+    assert lint(tmp_path, monkeypatch, "models.py", cache=True) == []
+    write(tmp_path, {"encode.py": CALLS_METHOD.replace("model.module.encode", "Model().encode")})
+    assert ("models.py", 9, "DL002") in lint(tmp_path, monkeypatch, "models.py", cache=True)
+
+
+# an evaluation module that moves every row to the host itself before saving `gt.pt`, and a
+# script elsewhere in the project reading it back
+SAVES_HOST_ROWS = ("import torch\nfrom typing import List\n\n\ndef evaluate(model, loader, save_dir, device):\n"
+                   "    gt_path = save_dir / \"gt.pt\"\n    if gt_path.exists():\n        return torch.load(gt_path)\n"
+                   "    rows: List[torch.Tensor] = []\n    for x in loader:\n"
+                   "        rows.append(model(x.to(device)).cpu())\n"
+                   "    gt = torch.cat(rows, dim=0)\n    torch.save(gt, gt_path)\n    return gt\n")
+READS_GT = "import sys\nimport torch\n\ngt = torch.load(sys.argv[1] + \"/gt.pt\")\nprint(gt.shape)\n"
+
+
+def test_a_data_file_the_project_moves_to_the_host_before_saving(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "pkg/__init__.py": "", "pkg/evaluation.py": SAVES_HOST_ROWS,
+                     "scripts/export.py": READS_GT})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "scripts/export.py"] == []
+
+
+def test_a_data_file_saved_from_the_device_anywhere_keeps_the_finding(tmp_path, monkeypatch):
+    # one row is appended as it is, on the device
+    write(tmp_path, {"setup.py": "", "pkg/__init__.py": "",
+                     "pkg/evaluation.py": SAVES_HOST_ROWS.replace("model(x.to(device)).cpu()", "model(x.to(device))"),
+                     "scripts/export.py": READS_GT})
+    found = [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"]
+    assert ("scripts/export.py", 4, "DL005") in found and ("pkg/evaluation.py", 8, "DL005") in found
+    # another module saves a `gt.pt` of its own from the device
+    write(tmp_path, {"pkg/evaluation.py": SAVES_HOST_ROWS,
+                     "pkg/other.py": "import torch\n\ndef dump(x):\n    torch.save(x.cuda(), \"out/gt.pt\")\n"})
+    assert ("scripts/export.py", 4, "DL005") in lint(tmp_path, monkeypatch)
+
+
 def test_summary_names_functions_that_wrap_only_for_gpus():
     src = (WRAPPING_FACTORY + "\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n"
            "        assert torch.cuda.is_available()\n        net.to(gpu_ids[0])\n"

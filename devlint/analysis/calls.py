@@ -120,8 +120,12 @@ class CallGraph:
                 self.enclosing[node] = fn
                 name = _call_name(node)
                 f = self.funcs.get(name) if name is not None else None
-                if f is not None and f.cls is None and type(node.func) is cst.Attribute:
-                    f = None  # `model.train()` calls a method of the model, not the file's `def train`
+                if f is not None and type(node.func) is cst.Attribute and (
+                        f.cls is None or (name in _CONTAINER_METHODS and not _names_an_object(node.func.value))):
+                    # `model.train()` calls a method of the model, not the file's `def train`;
+                    # `self.counts.get(key, 0)` is a dict's `get`, not the class's own `def get`
+                    callee_names.add(id(node.func.attr))
+                    f = None
                 if f is not None:
                     f.sites.append((node, fn))
                     callee_names.add(id(node.func if isinstance(node.func, cst.Name) else node.func.attr))
@@ -144,6 +148,22 @@ class CallGraph:
         if f is None or f.name in self.escapes:
             return None
         return f.sites
+
+
+# methods of Python's built-in containers and strings: `x.get(...)` on a value held in an
+# attribute, an item or a call's result is as likely a dict's as one of the file's classes'
+_CONTAINER_METHODS = frozenset((
+    "get", "pop", "popitem", "setdefault", "update", "items", "keys", "values", "copy", "clear",
+    "append", "extend", "insert", "remove", "index", "count", "sort", "reverse", "add", "discard",
+    "union", "intersection", "difference", "issubset", "issuperset", "join", "split", "strip",
+    "replace", "format", "startswith", "endswith", "encode", "decode", "lower", "upper", "find"))
+
+
+def _names_an_object(receiver: cst.CSTNode) -> bool:
+    """The receiver is a plain name (``self``, ``cls``, ``cache``) or ``super()``: it may well
+    hold an instance of one of the file's classes."""
+    t = type(receiver)
+    return t is cst.Name or (t is cst.Call and type(receiver.func) is cst.Name and receiver.func.value == "super")
 
 
 def _call_name(call: cst.Call) -> Optional[str]:

@@ -1207,20 +1207,28 @@ class GuardModel:
                 # only an import the function always runs: `if fp16: from apex import amp`
                 # makes that branch CUDA-only, not the whole function
                 for line in n.body.body:
-                    if isinstance(line, cst.SimpleStatementLine) and any(
-                            isinstance(st, (cst.Import, cst.ImportFrom)) and _cuda_only_import(st, _CUDA_ONLY_FUNCTION)
-                            for st in line.body):
+                    if (isinstance(line, cst.SimpleStatementLine) and any(
+                            _cuda_only_import(st, _CUDA_ONLY_FUNCTION) or _imports_or_skips(st) for st in line.body)) \
+                            or _import_or_leave(line):
                         self.cuda_only_functions.add(n)
                         break
 
     def _used_only_with_cuda(self, module: cst.Module, names: frozenset) -> None:
         """Top-level functions and classes (every method) that the project uses only in code
-        requiring CUDA anyway (``ProjectFacts.cuda_callers``)."""
+        requiring CUDA anyway (``ProjectFacts.cuda_callers``), and methods (``"Class.method"``)
+        that it calls only where CUDA is."""
         for stmt in module.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in names:
                 self.cuda_only_functions.add(stmt)
             elif isinstance(stmt, cst.ClassDef) and stmt.name.value in names:
                 self.cuda_only_functions.update(n for n in nodes(stmt, into_scopes=True) if type(n) is cst.FunctionDef)
+            elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+                prefix = stmt.name.value + "."
+                for d in stmt.body.body:
+                    if type(d) is cst.FunctionDef and prefix + d.name.value in names:
+                        self.cuda_only_functions.add(d)
+                        self.cuda_only_functions.update(
+                            n for n in nodes(d, into_scopes=True) if type(n) is cst.FunctionDef)
 
     def _scan_triton_launches(self, module: cst.Module) -> None:
         """A function that launches a Triton kernel of the file (``kernel[grid](x, out, ...)``
@@ -1363,6 +1371,40 @@ def _cuda_only_import(s: cst.CSTNode, roots: frozenset) -> bool:
     if isinstance(s, cst.ImportFrom) and s.module is not None and not s.relative:
         return (dotted(s.module) or "").split(".")[0] in roots
     return False
+
+
+def _imports_or_skips(s: cst.CSTNode) -> bool:
+    """``pytest.importorskip("flash_attn")``: the test runs on only where the package imports."""
+    call = s.value if isinstance(s, (cst.Expr, cst.Assign)) else None
+    if not (isinstance(call, cst.Call) and (dotted(call.func) or "").endswith("importorskip") and call.args):
+        return False
+    name = string_value(call.args[0].value)
+    return name is not None and name.split(".")[0] in _CUDA_ONLY_FILE
+
+
+_LEAVING_CALLS = ("skip", "skipTest", "exit", "_exit", "quit")
+
+
+def _import_or_leave(stmt: cst.CSTNode) -> bool:
+    """``try: import flash_attn`` whose every handler leaves the function (``return``,
+    ``raise``, ``pytest.skip(...)``, ``self.skipTest(...)``, ``sys.exit(...)``): what follows
+    runs only where the CUDA-only package imports."""
+    if not isinstance(stmt, cst.Try) or not stmt.handlers or not isinstance(stmt.body, cst.IndentedBlock):
+        return False
+    body = stmt.body.body
+    if not body or not all(isinstance(ln, cst.SimpleStatementLine)
+                           and all(isinstance(st, (cst.Import, cst.ImportFrom)) for st in ln.body) for ln in body):
+        return False
+    if not any(_cuda_only_import(st, _CUDA_ONLY_FILE) for ln in body for st in ln.body):
+        return False
+    for h in stmt.handlers:
+        last = h.body.body[-1] if isinstance(h.body, cst.IndentedBlock) and h.body.body else None
+        small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+        if not (isinstance(small, (cst.Return, cst.Raise)) or (
+                isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                and (dotted(small.value.func) or "").rsplit(".", 1)[-1] in _LEAVING_CALLS)):
+            return False
+    return True
 
 
 def _targets(s) -> list:

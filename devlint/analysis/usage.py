@@ -243,8 +243,20 @@ class FunctionUsage:
     def _condition(self, node: cst.CSTNode) -> Optional[str]:
         """``node`` only feeds a Python condition (``if torch.rand(1) < p:``)."""
         child, p = node, self._up(node)
-        while isinstance(p, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation)):
-            child, p = p, self._up(p)
+        while True:
+            if isinstance(p, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation)):
+                child, p = p, self._up(p)
+                continue
+            call = self._up(p)
+            if (isinstance(p, cst.Attribute) and p.value is child and p.attr.value in ("all", "any", "item")
+                    and isinstance(call, cst.Call) and call.func is p and not call.args):
+                child, p = call, self._up(call)  # `(torch.rand(1) < p).all()`: a Python bool
+                continue
+            if (isinstance(p, cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+                    and call.func.value == "bool" and len(call.args) == 1):
+                child, p = call, self._up(call)  # `bool(torch.rand(1) < p)`
+                continue
+            break
         if isinstance(p, (cst.If, cst.While, cst.IfExp, cst.Assert)) and p.test is child:
             return "steers Python control flow"
         return None
