@@ -704,6 +704,9 @@ class ContextTracker(BatchableCSTVisitor):
         elif node.args and guards.ASKS_FLASH_WORD in self.facts.source and guards.requests_flash_attention(node):
             self._params.add(node)  # `from_pretrained(..., attn_implementation="flash_attention_2", device_map="cuda:0")`
             self.guard_depth += 1
+        elif node.args and guards.DDP_WORD in self.facts.source and guards.ddp_on_gpus(node):
+            self._params.add(node)  # `DistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])`
+            self.guard_depth += 1
 
 
 class _Closer(BatchableCSTVisitor):
@@ -749,6 +752,10 @@ class _Closer(BatchableCSTVisitor):
                 type(s) in (cst.Expr, cst.Assign, cst.AnnAssign) and s.value is not None
                 and guards.reads_gpu_wrapper(t.facts, s.value, t.function) for s in node.body):
             t.blocks[-1].guarded = True  # `model.module.load(...)`: what follows is on the GPU path
+        elif not t.blocks[-1].guarded and guards.DDP_WORD in t.facts.source and any(
+                type(s) in (cst.Expr, cst.Assign, cst.AnnAssign) and type(s.value) is cst.Call
+                and guards.ddp_on_gpus(s.value) for s in node.body):
+            t.blocks[-1].guarded = True  # a model wrapped for GPUs: what follows runs only with them
 
     def leave_Call(self, node: cst.Call) -> None:
         if node in self.t._params:

@@ -62,8 +62,12 @@ class HardcodedCuda(Rule):
     `@triton.jit` function), `.cuda(i)` under `if i is not None:` (None is the author's CPU
     path), code after diffusers' `enable_xformers_memory_efficient_attention()` (it raises
     without CUDA), a `from_pretrained(..., attn_implementation="flash_attention_2")` call and
-    the code after it (transformers raises without a GPU), and for a `device="cuda"` default that every call in the file overrides. A file or
-    function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
+    the code after it (transformers raises without a GPU), a `DistributedDataParallel(...,
+    device_ids=[rank])` call and the code after it (DDP refuses device ids for a module on
+    the CPU), a function that imports a CUDA-only package or skips without one (`try: import
+    flash_attn` / `except ImportError: pytest.skip(...)`), and for a `device="cuda"` default
+    that every call in the file overrides or that the code reads only where CUDA is usable.
+    A file or function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
 
     ## Why is this bad?
     The script crashes on any machine without a CUDA GPU (`Torch not compiled with

@@ -209,3 +209,27 @@ def test_a_test_that_skips_unless_a_cuda_only_package_imports_runs_only_with_cud
     numpy = FLASH_TEST.replace("import flash_attn", "import numpy")
     assert [(d.code, d.line) for d in lint_source(numpy.encode(), "tests/test_flash.py", _settings()).diagnostics] \
         == [("DL002", 10)]
+
+
+DDP_SCRIPT = textwrap.dedent('''\
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+
+    def wrap(model):
+        model = DistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])
+        torch.cuda.synchronize()
+        return model
+
+
+    if __name__ == "__main__":
+        wrap(torch.nn.Linear(2, 2))
+    ''')
+
+
+def test_a_model_wrapped_in_ddp_with_device_ids_runs_only_on_gpus():
+    assert lint_source(DDP_SCRIPT.encode(), "wrap.py", _settings()).diagnostics == []
+    # no device ids (a CPU module, `gloo`): the wrap says nothing about a GPU
+    cpu = DDP_SCRIPT.replace("model.cuda(), device_ids=[torch.cuda.current_device()]", "model.cuda()")
+    assert [(d.code, d.line) for d in lint_source(cpu.encode(), "wrap.py", _settings()).diagnostics] == [
+        ("DL002", 6), ("DL004", 7)]

@@ -130,6 +130,16 @@ def test_dl006_a_random_draw_reduced_to_a_python_condition():
     assert codes_at(src, "DL006") == [(9, "DL006")]
 
 
+def test_dl006_a_host_build_pinned_and_moved_by_the_next_statement():
+    src = ("import torch\nfrom torch import nn\nclass Enc(nn.Module):\n    def forward(self, boxes, h, w):\n"
+           "        scale = torch.tensor([w, h, w, h], dtype=boxes.dtype)\n"
+           "        scale = scale.pin_memory().to(device=boxes.device, non_blocking=True)\n"
+           "        return boxes * scale\n")
+    assert codes_at(src, "DL006") == []
+    # pinned and left on the host: it meets the boxes on their device
+    assert codes_at(src.replace(".to(device=boxes.device, non_blocking=True)", ""), "DL006") == [(5, "DL006")]
+
+
 def test_dl006_does_not_guess_a_tensor_argument():
     src = ("import torch\nfrom torch import nn\nclass M(nn.Module):\n"
            "    def forward(self, cfg):\n        return torch.ones(cfg['n'])\n")

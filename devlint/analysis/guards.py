@@ -911,6 +911,24 @@ def _nccl_collective(facts, call: cst.Call) -> bool:
     return q.startswith("torch.distributed.") and distributed_model(facts).nccl_only
 
 
+DDP_WORD = b"DistributedDataParallel"
+
+
+def ddp_on_gpus(call: cst.Call) -> bool:
+    """``DistributedDataParallel(model, device_ids=[rank])`` (any ``*DistributedDataParallel``):
+    a list of device ids places the replica on those GPUs, and DDP refuses them for a module
+    on the CPU, so the call and its arguments run only with GPUs. ``device_ids=None``, or ids
+    the code computes (``ids if cuda else None``), say nothing."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    if not name.endswith("DistributedDataParallel"):
+        return False
+    ids = call_arg(call, None, "device_ids")
+    if ids is None or type(ids.value) not in (cst.List, cst.Tuple) or not ids.value.elements:
+        return False
+    return all(not (type(e.value) is cst.Name and e.value.value == "None") and not isinstance(e, cst.StarredElement)
+               for e in ids.value.elements)
+
+
 def reads_gpu_wrapper(facts, expr: cst.CSTNode, scope) -> bool:
     """``model.module.netE(...)``, ``model.module.save(...)``: the expression's chain starts at
     ``N.module`` where every value bound to ``N`` is the result of a function that wraps the

@@ -540,6 +540,9 @@ def _is_move_of(small: cst.CSTNode, name: str) -> bool:
     if not (isinstance(f, cst.Attribute) and f.attr.value in MOVES):
         return False
     moved = factory_of_chain(f.value)
+    if isinstance(moved, cst.Call) and isinstance(moved.func, cst.Attribute) and moved.func.attr.value == "pin_memory" \
+            and not moved.args:
+        moved = factory_of_chain(moved.func.value)  # `n.pin_memory().to(d, non_blocking=True)`: pinned for the copy
     if isinstance(moved, cst.Call) and (dotted(moved.func) or "").rsplit(".", 1)[-1] in _GATHERS:
         positional = [a for a in moved.args if a.keyword is None]
         moved = positional[0].value if len(positional) == 1 else None  # `pad_sequence(n, batch_first=True)`
