@@ -2131,8 +2131,8 @@ class ProjectIndex:
             head = _TOP_HEAD.match(source, start)
             if head is not None and b"cuda" in source[start:tops[i + 1] if i + 1 < len(tops) else len(source)]:
                 wanted.append(head.group(1).decode())
-        methods = _cuda_methods(source, tops) if b".module." in source or b"DataParallel" in source \
-            or self._project_words((b".module.",)) else []
+        # (a class naming CUDA is among `wanted` already: its methods cost no further reads)
+        methods = _cuda_methods(source, tops) if wanted else []
         if not (wanted or methods) or len(self._project_files()) > _WHOLE_PROJECT_FILES:
             return frozenset()
         public = _quoted_in_all(source)
@@ -2140,10 +2140,6 @@ class ProjectIndex:
         out |= {f"{cls}.{meth}" for cls, meth in methods
                 if cls not in out and cls not in public and self._only_wrapper_uses(path, meth)}
         return frozenset(out)
-
-    def _project_words(self, words: tuple) -> bool:
-        """Some Python module of the project spells one of ``words``."""
-        return any(self._words(p, words) for p in self._project_files())
 
     def _only_wrapper_uses(self, path: str, method: str) -> bool:
         """Every use of the word ``method`` in the project, but its definition, reads it off the
