@@ -2651,12 +2651,7 @@ class ProjectIndex:
         """``ProjectFacts.host_blobs``: of the checkpoint names the file spells in string
         literals, those whose every file of that name in the project is a torch file with CPU
         storages only (at least one)."""
-        spelled = set()
-        for m in _SPELLED_BLOB.finditer(source):
-            text = m.group(1).decode("utf-8", "replace")
-            name = name_template(text, "format") if "{" in text else os.path.basename(text.replace("\\", "/"))
-            if name:
-                spelled.add(name)
+        spelled = _spelled_blobs(source)
         if not spelled:
             return frozenset()
         self._project_files()  # (lists the project's checkpoint-like files too)
@@ -2754,12 +2749,7 @@ class ProjectIndex:
         saves and every save of which, anywhere in the project, holds data the saving code
         itself moved to the host (``torch.save(torch.cat(rows), "gt.pt")`` after
         ``rows.append(p.cpu())``), no model's state (not asked of a large library)."""
-        spelled = set()
-        for m in _SPELLED_BLOB.finditer(source):
-            text = m.group(1).decode("utf-8", "replace")
-            name = name_template(text, "format") if "{" in text else os.path.basename(text.replace("\\", "/"))
-            if name:
-                spelled.add(name)
+        spelled = _spelled_blobs(source)
         if not spelled:
             return frozenset()
         files = self._project_files()
@@ -3070,6 +3060,18 @@ def _bound_only_to(source: bytes, name: str, functions: frozenset) -> bool:
     other = re.search(rb"\b(?:for|as|global|nonlocal)[ \t]+(?:[\w, \t]*,[ \t]*)?" + word + rb"\b|\bdef[ \t]+\w+[ \t]*\([^)]*\b"
                       + word + rb"\b|[,(][ \t]*" + word + rb"[ \t]*(?:,[^=\n]*)?\)?[ \t]*=(?!=)", source)
     return anywhere == len(assigned) and other is None
+
+
+def _spelled_blobs(source: bytes) -> set:
+    """The checkpoint file names a module spells in string literals (``"Ybar_t.pkl"``; a
+    formatted one as a template, ``"step_o_t_*.pkl"``)."""
+    spelled = set()
+    for m in _SPELLED_BLOB.finditer(source):
+        text = m.group(1).decode("utf-8", "replace")
+        name = name_template(text, "format") if "{" in text else os.path.basename(text.replace("\\", "/"))
+        if name:
+            spelled.add(name)
+    return spelled
 
 
 def _quoted_in_all(source: bytes) -> frozenset:
