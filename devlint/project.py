@@ -36,7 +36,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 35
+SUMMARY_VERSION = 36
 
 
 @dataclass(frozen=True)
@@ -772,6 +772,47 @@ def _bound_path(target: ast.AST, fn: Optional[ast.AST]) -> ast.AST:
     return target
 
 
+def _bound_paths(target: ast.AST, fn: Optional[ast.AST]) -> list:
+    """:func:`_bound_path`, and for a name the saving function binds to one of several spelled
+    file names (``output_file = "a.pth"`` in one branch, ``"b.pth"`` in the other): each of them."""
+    if isinstance(target, ast.Name) and fn is not None:
+        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == target.id for t in n.targets)]
+        if len(values) > 1 and all(_save_name(v) is not None for v in values):
+            return values
+    return [_bound_path(target, fn)]
+
+
+def _fresh_module(obj: ast.AST, fn: Optional[ast.AST], classes: set) -> bool:
+    """``best.state_dict()`` (or ``best``) where the saving function binds ``best`` only to a
+    new instance of a class the module defines (``best = Net(n)``, then maybe
+    ``best.load_state_dict(model.state_dict())``, which copies into its own tensors): in a
+    module that places nothing, a model built on the host and kept there."""
+    if isinstance(obj, ast.Call) and isinstance(obj.func, ast.Attribute) and obj.func.attr == "state_dict" \
+            and not obj.args:
+        obj = obj.func.value
+    if not (isinstance(obj, ast.Name) and fn is not None and classes):
+        return False
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and obj.id in {
+            a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
+        return False
+    binds = []
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                if any(isinstance(x, ast.Name) and x.id == obj.id for x in ast.walk(t)):
+                    binds.append(n.value if isinstance(t, ast.Name) else None)
+        elif isinstance(n, (ast.For, ast.With, ast.comprehension)):
+            tgt = n.target if not isinstance(n, ast.With) else None
+            items = [tgt] if tgt is not None else [i.optional_vars for i in n.items if i.optional_vars is not None]
+            if any(isinstance(x, ast.Name) and x.id == obj.id for t in items for x in ast.walk(t)):
+                binds.append(None)
+    made = [b for b in binds if not (isinstance(b, ast.Constant) and b.value is None)]  # (`best = None` first)
+    return bool(made) and all(isinstance(b, ast.Call) and isinstance(b.func, ast.Name) and b.func.id in classes
+                              for b in made)
+
+
 def _model_state(obj: ast.AST, built: set) -> bool:
     """A model checkpoint: ``m.state_dict()``, a dict holding one, or a name bound to a
     constructor call (``decoder = CharRNN(...)``); not a vocabulary or a data cache."""
@@ -1211,10 +1252,12 @@ def summarize(source: bytes) -> Optional[Summary]:
              and (_dotted(n.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
              for t in n.targets if isinstance(t, ast.Name)} if raw_saves else set()
     passed = _passed_saves(tree) if made_here and raw_saves else set()
-    s.saves = [[_save_name(_bound_path(t, fn)) if t is not None else None,
-                _host_object(o, fn, t) or (made_here and id(o) not in passed), _model_state(o, built),
-                _host_object(o, fn, t)]
-               for t, o, fn in raw_saves]
+    # a model the saving code builds from a class of its own and, placing nothing, keeps on the host
+    classes = {c.name for c in tree.body if isinstance(c, ast.ClassDef)} if raw_saves and not s.places else set()
+    s.saves = [[_save_name(p) if t is not None else None,
+                _host_object(o, fn, t) or (made_here and id(o) not in passed) or _fresh_module(o, fn, classes),
+                _model_state(o, built), _host_object(o, fn, t)]
+               for t, o, fn in raw_saves for p in (_bound_paths(t, fn) if t is not None else [None])]
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     ensuring: set = set()
     for _ in range(2):  # a function calling one that requires CUDA requires it too

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.usage import usage_of
 from devlint.facts import CONVERSIONS, PARAM, TENSOR
 from devlint.rule import Invalid, Rule, safe, unsafe
 from devlint.walk import nodes
@@ -25,7 +26,9 @@ class UnassignedTransfer(Rule):
     DataLoader, an element of a list of tensors, a value unpacked from a function of the
     file that returns tensors); when there is no evidence it stays silent, and a value
     used as a Module or a mapping (`model(**batch)`: a `BatchEncoding` moves in place)
-    is never taken for a tensor.
+    is never taken for a tensor. A conversion bracketed by two clock reads with only bare
+    calls between (`ev0.record()`, `x.to(d)`, `ev1.record()`) is the copy a benchmark
+    times on purpose, and is not flagged.
 
     ## Example
     ```python
@@ -89,8 +92,17 @@ class UnassignedTransfer(Rule):
         # `requires_grad_` freezes a Module as well as a tensor: no evidence of a tensor
         "import torch\nfrom diffusers import AutoencoderKL\nvae = AutoencoderKL.from_pretrained('m')\n"
         "vae.requires_grad_(False)\nvae.to('cuda', dtype=torch.float16)\n",
+        # a copy between two clock reads is what a bandwidth probe measures, its result unwanted
+        "import time\nimport torch\ndef probe(x: torch.Tensor, d):\n    t0 = time.perf_counter()\n"
+        "    x.to(d, non_blocking=True)\n    torch.cuda.synchronize()\n    return time.perf_counter() - t0\n",
+        "import torch\ndef probe(x: torch.Tensor, d, ev0, ev1):\n    ev0.record()\n    x.to(d)\n    ev1.record()\n",
     ]
     INVALID = [
+        # ... but a timed step that uses the value keeps it: the copy is lost, not measured
+        Invalid("import time\nimport torch\ndef step(x: torch.Tensor, d, model):\n    t0 = time.perf_counter()\n"
+                "    x.to(d)\n    out = model(x)\n    return out, time.perf_counter() - t0\n",
+                "import time\nimport torch\ndef step(x: torch.Tensor, d, model):\n    t0 = time.perf_counter()\n"
+                "    x = x.to(d)\n    out = model(x)\n    return out, time.perf_counter() - t0\n"),
         Invalid("import torch\nx = torch.randn(3)\nx.to('cpu')\n",
                 "import torch\nx = torch.randn(3)\nx = x.to('cpu')\n"),
         Invalid("import torch\ndef f(t: torch.Tensor):\n    t.half()\n",
@@ -212,6 +224,8 @@ class UnassignedTransfer(Rule):
             kind = self.facts.kind_of(recv, scope, cls)
             if kind not in (TENSOR, PARAM):
                 continue
+            if usage_of(scope if scope is not None else self.facts.module).timed(node):
+                continue  # `ev0.record(); x.to(d); ev1.record()`: the copy is what is measured
             meth = call.func.attr.value
             text = self.ctx.module.code_for_node(recv)
             msg = (f"result of `{text}.{meth}(...)` is discarded: tensor conversions return a new "

@@ -1400,3 +1400,54 @@ def test_cache_follows_a_shipped_file_replaced_by_a_gpu_one(tmp_path, monkeypatc
     assert lint(tmp_path, monkeypatch, cache=True) == []
     _cuda_blob(blob)
     assert lint(tmp_path, monkeypatch, cache=True) == [("a3/sanity_check.py", 4, "DL005")]
+
+
+# a training script that places nothing: its best model is a fresh instance of its own class, saved
+# under one of two names chosen by an option; a plotting script beside it loads both (fresh19)
+TRAINS_ON_HOST = ("import argparse\nimport torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+                  "    def __init__(self, n):\n        super().__init__()\n        self.fc = nn.Linear(n, 1)\n\n"
+                  "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+                  "def train(args, data):\n    model = Net(4)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                  "    best = None\n    for epoch in range(3):\n        loss = model(data).sum()\n"
+                  "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+                  "        best = Net(4)\n        best.load_state_dict(model.state_dict())\n"
+                  "    if args.quadratic:\n        output_file = 'best_quadratic.pth'\n"
+                  "    else:\n        output_file = 'best_linear.pth'\n"
+                  "    torch.save(best.state_dict(), output_file)\n\n\n"
+                  "if __name__ == '__main__':\n    train(argparse.ArgumentParser().parse_args(), torch.randn(8, 4))\n")
+PLOTS = ("import torch\nfrom train import Net\n\nq = Net(4)\nq.load_state_dict(torch.load('best_quadratic.pth'))\n"
+         "l = Net(4)\nl.load_state_dict(torch.load('best_linear.pth'))\n")
+
+
+def test_a_fresh_model_of_a_script_that_places_nothing_is_host_data_under_each_name(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "train.py": TRAINS_ON_HOST, "plot.py": PLOTS})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"] == []
+
+
+def test_the_same_script_moving_its_best_model_to_the_gpu_keeps_the_findings(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": "", "train.py": TRAINS_ON_HOST.replace(
+        "        best = Net(4)\n", "        best = Net(4).to('cuda' if torch.cuda.is_available() else 'cpu')\n"),
+        "plot.py": PLOTS})
+    found = [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"]
+    assert ("plot.py", 5, "DL005") in found and ("plot.py", 7, "DL005") in found
+
+
+def test_a_model_handed_in_by_the_caller_is_not_a_fresh_one(tmp_path, monkeypatch):
+    src = TRAINS_ON_HOST.replace("def train(args, data):\n", "def train(args, data, best=None):\n").replace(
+        "        best = Net(4)\n        best.load_state_dict", "        best.load_state_dict")
+    write(tmp_path, {"setup.py": "", "train.py": src, "plot.py": PLOTS})
+    found = [f for f in lint(tmp_path, monkeypatch) if f[2] == "DL005"]
+    assert ("plot.py", 5, "DL005") in found
+
+
+def test_a_fresh_model_stays_host_data_in_a_script_that_also_loads(tmp_path, monkeypatch):
+    # the script reads a checkpoint too (what it re-saves could be the loaded file's), but what it
+    # saves is a new instance of its own class, filled by `load_state_dict` (a copy into host tensors)
+    src = TRAINS_ON_HOST.replace("    model = Net(4)\n",
+                                 "    model = Net(4)\n    model.load_state_dict(torch.load(args.init))\n")
+    write(tmp_path, {"setup.py": "", "train.py": src, "plot.py": PLOTS})
+    assert [f for f in lint(tmp_path, monkeypatch) if f[0] == "plot.py"] == []
+    # ... while a whole module unpickled from a file is whatever that file held
+    write(tmp_path, {"train.py": src.replace("        best = Net(4)\n        best.load_state_dict(model.state_dict())\n",
+                                             "        best = torch.load(args.init)\n")})
+    assert ("plot.py", 5, "DL005") in lint(tmp_path, monkeypatch)

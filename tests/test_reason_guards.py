@@ -223,3 +223,101 @@ def test_another_attention_or_one_chosen_at_run_time_guards_nothing():
         (6, "DL002"), (7, "DL002"), (8, "DL002")]
     assert (6, "DL002") in _codes(FLASH.replace('attn_implementation="flash_attention_2"', "attn_implementation=attn")
                                   .replace("use_flash_attention_2=True", "use_flash_attention_2=flash"))
+
+
+# ---- fifteenth round (fresh19): a predicate that first returns False, `getattr(dev, "type")`,
+# ---- `contextlib.suppress(Exception)` ----------------------------------------------------------
+
+EARLY_FALSE = '''\
+    import torch
+
+    def _supported() -> bool:
+        if not torch.cuda.is_available():
+            return False
+        try:
+            return torch.cuda.get_device_capability()[0] >= 8
+        except Exception:
+            return True
+
+    def preferred():
+        if not _supported():
+            return False
+        return torch.zeros(3, device=torch.device("cuda", 0)).sum() > 0
+    '''
+
+
+def test_a_predicate_that_first_returns_false_without_cuda_guards_its_callers():
+    assert _codes(EARLY_FALSE) == []
+
+
+def test_a_predicate_that_returns_false_when_cuda_is_up_guards_nothing():
+    src = EARLY_FALSE.replace("if not torch.cuda.is_available():", "if torch.cuda.is_available():")
+    assert _codes(src) == [(14, "DL002")]
+
+
+def test_a_predicate_whose_first_return_is_truthy_guards_nothing():
+    src = EARLY_FALSE.replace("            return False\n        try", "            return True\n        try")
+    assert _codes(src) == [(14, "DL002")]
+
+
+GETATTR_TYPE = '''\
+    import torch
+
+    def mem_util(device):
+        dev = device if isinstance(device, torch.device) else torch.device(device)
+        if getattr(dev, "type", "") != "cuda":
+            return None
+        return torch.cuda.mem_get_info(torch.device("cuda", dev.index))
+    '''
+
+
+def test_a_device_type_read_through_getattr_guards_like_the_attribute():
+    assert _codes(GETATTR_TYPE) == []
+
+
+def test_another_attribute_read_through_getattr_guards_nothing():
+    assert _codes(GETATTR_TYPE.replace('"type"', '"name"')) == [(7, "DL002")]
+
+
+SUPPRESSED = '''\
+    import contextlib
+    import torch
+
+    def free_memory(i):
+        with contextlib.suppress(Exception):
+            return torch.cuda.mem_get_info(torch.device("cuda", i))
+    '''
+
+
+def test_a_cuda_probe_under_suppress_exception_is_handled_like_try_except():
+    assert _codes(SUPPRESSED) == []
+
+
+def test_suppressing_an_unrelated_error_guards_nothing():
+    assert _codes(SUPPRESSED.replace("suppress(Exception)", "suppress(KeyError)")) == [(6, "DL002")]
+
+
+def test_an_early_false_predicate_about_something_else_keeps_what_its_name_says_of_dist():
+    # `is_dist_avail_and_initialized()` starts `if not dist.is_available(): return False` (no CUDA
+    # question): the distributed model still reads it as "a process group is up"
+    src = '''\
+    import torch
+    import torch.distributed as dist
+
+    def is_dist_avail_and_initialized():
+        if not dist.is_available():
+            return False
+        if not dist.is_initialized():
+            return False
+        return True
+
+    def sync(x):
+        if not is_dist_avail_and_initialized():
+            return
+        t = torch.tensor([x], device="cuda")
+        dist.all_reduce(t)
+
+    def main(rank):
+        dist.init_process_group("nccl", rank=rank, world_size=2)
+    '''
+    assert _codes(src) == []

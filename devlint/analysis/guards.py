@@ -160,7 +160,11 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
                 # `self.use_gpu()` whose body is `return len(self.opt.gpu_ids) > 0`
                 asking.add(name)
                 try:
-                    return guard_polarity(facts, returned)
+                    if not isinstance(returned, _EarlyFalse):
+                        return guard_polarity(facts, returned)
+                    if guard_polarity(facts, returned.expression) == -1:
+                        return 1
+                    # (else what follows may still know it: `is_dist_avail_and_initialized()`)
                 finally:
                     asking.discard(name)
         if q == "torch.distributed.is_initialized" or (not (q or "").startswith("torch.") and _callee(test) in distributed_model(facts).initialized_functions):
@@ -383,8 +387,12 @@ def _answering_functions(facts) -> dict:
             if (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1
                     and isinstance(body[0].body[0], cst.Return) and body[0].body[0].value is not None):
                 ret = body[0].body[0].value
+            elif len(body) > 1 and _falsy_return_if(body[0]):
+                # `if not torch.cuda.is_available(): return False` first, whatever follows: a truthy
+                # answer means CUDA is usable (asked as `_EarlyFalse`, see guard_polarity)
+                ret = _EarlyFalse(test=body[0].test)
             name = n.name.value
-            if name in seen and (ret is None or seen[name] is None
+            if name in seen and (ret is None or seen[name] is None or type(ret) is not type(seen[name])
                                  or facts.module.code_for_node(ret) != facts.module.code_for_node(seen[name])):
                 seen[name] = None
             elif name not in seen:
@@ -392,6 +400,29 @@ def _answering_functions(facts) -> dict:
         found.update((k, v) for k, v in seen.items() if v is not None and not (
             isinstance(v, cst.Call) and _callee(v) == k))
     return found
+
+
+class _EarlyFalse(cst.UnaryOperation):
+    """The answer of a function that first returns something falsy when ``test`` holds: it
+    answers for CUDA only where ``test`` true says CUDA is not usable (polarity -1)."""
+
+    def __init__(self, test: cst.BaseExpression) -> None:
+        super().__init__(operator=cst.Not(), expression=test)
+
+
+def _falsy_return_if(st: cst.BaseStatement) -> bool:
+    """``if <test>: return`` / ``return False`` / ``return None`` / ``return 0``, no ``else``."""
+    if not (isinstance(st, cst.If) and st.orelse is None):
+        return False
+    inner = st.body.body if isinstance(st.body, cst.IndentedBlock) else [st.body]
+    if len(inner) != 1:
+        return False
+    small = inner[0].body if isinstance(inner[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+    if len(small) != 1 or not isinstance(small[0], cst.Return):
+        return False
+    v = small[0].value
+    return v is None or (isinstance(v, cst.Name) and v.value in ("False", "None")) or (
+        isinstance(v, cst.Integer) and v.value == "0")
 
 
 def _module_placement(node: cst.CSTNode) -> bool:
@@ -568,6 +599,9 @@ def _bool(node: cst.CSTNode) -> Optional[bool]:
 def _is_device_expr(facts, node: cst.CSTNode) -> bool:
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str":
         return bool(node.args) and _is_device_expr(facts, node.args[0].value)
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr"
+            and len(node.args) in (2, 3) and string_value(node.args[1].value) == "type"):
+        return True  # `getattr(dev, "type", "")`: `dev.type` read without failing on a non-device
     if (isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Call)
             and facts.qualname(node.value.func) == "torch.device"):
         return True  # torch.device(device).type == "cuda"
@@ -700,13 +734,18 @@ def oom_handler(handler: cst.ExceptHandler) -> bool:
 
 def expects_error(node: cst.With) -> bool:
     """``with pytest.raises(...)`` / ``with self.assertRaises(...)``: a test that wants its body to
-    raise; a call there that fails without CUDA is what it checks, not a portability bug."""
+    raise; a call there that fails without CUDA is what it checks, not a portability bug. Also
+    ``with contextlib.suppress(Exception):``, the ``try`` of :func:`try_guards` spelled as a context:
+    a failure without a GPU is swallowed, not a crash."""
     for item in node.items:
         call = item.item
         if isinstance(call, cst.Call):
             d = dotted(call.func) or ""
             if d in ("pytest.raises", "raises") or (d.startswith("self.") and d[5:] in _ASSERT_RAISES):
                 return True
+            if d.rsplit(".", 1)[-1] == "suppress" and call.args and all(
+                    dotted(a.value) in _CAUGHT for a in call.args):
+                return True  # `with contextlib.suppress(Exception):` is a `try`/`except Exception: pass`
     return False
 
 

@@ -455,6 +455,31 @@ class FunctionUsage:
             return "iterated in Python"
         return None
 
+    def timed(self, stmt: cst.CSTNode) -> bool:
+        """``stmt`` (a bare expression statement) is what a timer measures: in its block, a timer
+        read (``ev0.record()``, ``t0 = time.perf_counter()``) comes before it and another after it,
+        with nothing but bare calls between (more of the same, a synchronize): a benchmark of
+        that very statement (a host-to-device copy timed on purpose, its result not wanted)."""
+        line = self._up(stmt)
+        block = self._up(line)
+        if not isinstance(line, cst.SimpleStatementLine) or block is None or not hasattr(block, "body"):
+            return False
+        body = list(block.body)
+        idx = next((i for i, s in enumerate(body) if s is line), None)
+        if idx is None:
+            return False
+
+        def bare(s) -> bool:
+            return isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Expr) for x in s.body)
+
+        def reads_timer(s) -> bool:
+            return isinstance(s, cst.SimpleStatementLine) and any(
+                isinstance(n, cst.Call) and _timer_call(n) for n in nodes(s))
+
+        before = next((s for s in reversed(body[:idx]) if not (bare(s) and not reads_timer(s))), None)
+        after = next((s for s in body[idx + 1:] if not (bare(s) and not reads_timer(s))), None)
+        return before is not None and after is not None and reads_timer(before) and reads_timer(after)
+
     def moved_next(self, call: cst.CSTNode) -> bool:
         """``n = factory(...)`` whose next statement moves ``n`` (``n = n.cuda()``, maybe under ``if``);
         ``n = [factory(...) for ...]`` whose next statement moves it gathered (``pad_sequence(n).to(d)``)."""
@@ -617,6 +642,20 @@ def _assigned_elsewhere(root: cst.CSTNode, name: str, assign: cst.Assign) -> set
 
 
 _CACHE: dict = {}
+
+
+_TIMERS = frozenset({"time.time", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
+                     "time.monotonic_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+                     "timeit.default_timer", "default_timer"})
+
+
+def _timer_call(call: cst.Call) -> bool:
+    """A clock read: ``time.perf_counter()`` & co, or a CUDA event's ``ev.record()``."""
+    d = dotted(call.func) or ""
+    if d in _TIMERS:
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "record" and "." in d \
+        and len(call.args) <= 1
 
 
 def usage_of(root: cst.CSTNode) -> FunctionUsage:
