@@ -292,6 +292,29 @@ _TOP_CUDA_ONLY_IMPORT = lazyre.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(
 
 # `CUDAExtension("pkg.name", ...)` / `CUDAExtension(name="name", ...)` in a setup.py
 _CUDA_EXTENSION = lazyre.compile(rb"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+# `CppExtension('lltm', ['lltm.cpp'])` whose C++ refuses anything but CUDA tensors
+# (`TORCH_CHECK(x.device().is_cuda(), ...)`, a `CHECK_CUDA` macro spelled so) and has no CPU branch
+_CPP_EXTENSION = lazyre.compile(
+    rb"""CppExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']\s*,\s*(?:sources\s*=\s*)?\[([^\]]*)\]""")
+_QUOTED_SOURCE = lazyre.compile(rb"""["']([^"'\n]+\.(?:cpp|cc|cxx|cu))["']""")
+_CUDA_INPUT_CHECK = lazyre.compile(rb"(?:TORCH_CHECK|TORCH_INTERNAL_ASSERT|AT_ASSERTM?|AT_CHECK)[ \t]*\([^;\n]*is_cuda\(\)")
+_CPU_BRANCH = lazyre.compile(rb"is_cpu\(\)|kCPU|\w_cpu\b|\bcpu_\w|(?:if|\?)[ \t]*\(?[ \t]*!?[ \t]*[\w.>()-]*is_cuda\(\)")
+_CPP_DEFINE = lazyre.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)\([^)]*\)([^\n]*)$", re.M)
+
+
+def _checks_cuda_inputs(cpp: bytes) -> bool:
+    """C++ code that checks a tensor is a CUDA one: the check itself outside a ``#define``, or a
+    call of a macro that makes it (``CHECK_CUDA(x)``, ``CHECK_INPUT(x)`` built on it)."""
+    defines = {m.group(1): m.group(2) for m in _CPP_DEFINE.finditer(cpp)}
+    body = _CPP_DEFINE.sub(b"", cpp)
+    if _CUDA_INPUT_CHECK.search(body):
+        return True
+    checking = {n for n, d in defines.items() if _CUDA_INPUT_CHECK.search(d)}
+    for _ in range(3):  # `#define CHECK_INPUT(x) CHECK_CUDA(x); CHECK_CONTIGUOUS(x)`
+        checking |= {n for n, d in defines.items() if any(re.search(rb"\b" + c + rb"\(", d) for c in checking)}
+    return any(re.search(rb"\b" + c + rb"\(", body) for c in checking)
+
+
 # `ffi = create_extension('_ext.nms', ..., with_cuda=with_cuda)` (torch.utils.ffi, PyTorch <= 0.4):
 # CUDA-only when the build has no C source without CUDA (`sources = []`) or raises without CUDA
 _FFI_EXTENSION = lazyre.compile(rb"""create_extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
@@ -1859,8 +1882,9 @@ class ProjectIndex:
         return frozenset(out)
 
     def _built_extensions(self) -> frozenset:
-        """Module names the project's setup.py files build with ``CUDAExtension`` (full dotted
-        names and their last part). Read once per run."""
+        """Module names the project's setup.py files build with ``CUDAExtension``, or with a
+        ``CppExtension`` whose C++ accepts CUDA tensors only (:func:`_checks_cuda_inputs`), full
+        dotted names and their last part. Read once per run."""
         key = ("built extensions",)
         if self._unchanged(key):
             self._replay(key)
@@ -1871,11 +1895,15 @@ class ProjectIndex:
                 base = os.path.basename(f)
                 if base == "setup.py":
                     text = self._text(f)
-                    if text is None or b"CUDAExtension" not in text[1]:
+                    if text is None or b"Extension" not in text[1]:
                         continue
                     for m in _CUDA_EXTENSION.finditer(text[1]):
                         name = m.group(1).decode()
                         out |= {name, name.rsplit(".", 1)[-1]}
+                    for m in _CPP_EXTENSION.finditer(text[1]):
+                        if self._cuda_only_sources(os.path.dirname(f), m.group(2)):
+                            name = m.group(1).decode()
+                            out |= {name, name.rsplit(".", 1)[-1]}
                 elif base.startswith("build") and base.endswith(".py"):
                     text = self._text(f)
                     if text is None or b"create_extension(" not in text[1]:
@@ -1887,6 +1915,18 @@ class ProjectIndex:
         self._exts = self._recorded(key, compute)
         self._checked[key] = _RUN[0]
         return self._exts
+
+    def _cuda_only_sources(self, here: str, listed: bytes) -> bool:
+        """The C++ sources a ``CppExtension`` lists (quoted, relative to its ``setup.py``) check
+        that their inputs are CUDA tensors and have no CPU branch: the extension has no CPU path."""
+        texts = []
+        for m in _QUOTED_SOURCE.finditer(listed):
+            text = self._text(os.path.normpath(os.path.join(here, m.group(1).decode("utf-8", "replace"))))
+            if text is None:
+                return False
+            texts.append(text[1])
+        return bool(texts) and any(_checks_cuda_inputs(t) for t in texts) and not any(
+            _CPU_BRANCH.search(t) for t in texts)
 
     def _imported_functions(self, source: bytes, imported: list, words: tuple, field: str,
                             called: bool = True) -> set:

@@ -1451,3 +1451,33 @@ def test_a_fresh_model_stays_host_data_in_a_script_that_also_loads(tmp_path, mon
     write(tmp_path, {"train.py": src.replace("        best = Net(4)\n        best.load_state_dict(model.state_dict())\n",
                                              "        best = torch.load(args.init)\n")})
     assert ("plot.py", 5, "DL005") in lint(tmp_path, monkeypatch)
+
+
+# a C++ extension (`CppExtension`) whose source refuses anything but CUDA tensors: no CPU path,
+# so the script that feeds it runs only with a GPU (fresh19)
+LLTM_SETUP = ("from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CppExtension\n"
+              "setup(name='lltm', ext_modules=[CppExtension('lltm', ['lltm.cpp'])],\n"
+              "      cmdclass={'build_ext': BuildExtension})\n")
+LLTM_CPP = ("#include <torch/extension.h>\n"
+            "#define CHECK_CUDA(x) TORCH_CHECK(x.device().is_cuda(), #x \" must be a CUDA tensor\")\n"
+            "std::vector<torch::Tensor> lltm_cuda_forward(torch::Tensor input);\n"
+            "std::vector<torch::Tensor> lltm_forward(torch::Tensor input) {\n"
+            "  CHECK_CUDA(input);\n  return lltm_cuda_forward(input);\n}\n"
+            "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &lltm_forward); }\n")
+LLTM_RUN = ("import torch\nimport lltm\n\nX = torch.randn(16, 32, device='cuda')\n"
+            "print(lltm.forward(X)[0].shape)\n")
+
+
+def test_a_cpp_extension_that_checks_for_cuda_tensors_makes_its_callers_cuda_only(tmp_path, monkeypatch):
+    write(tmp_path, {"setup.py": LLTM_SETUP, "lltm.cpp": LLTM_CPP, "run.py": LLTM_RUN})
+    assert lint(tmp_path, monkeypatch) == []
+
+
+def test_a_cpp_extension_with_a_cpu_branch_or_no_check_keeps_the_finding(tmp_path, monkeypatch):
+    dispatching = LLTM_CPP.replace("  CHECK_CUDA(input);\n  return lltm_cuda_forward(input);\n",
+                                   "  if (input.is_cuda()) { CHECK_CUDA(input); return lltm_cuda_forward(input); }\n"
+                                   "  return lltm_cpu_forward(input);\n")
+    write(tmp_path, {"setup.py": LLTM_SETUP, "lltm.cpp": dispatching, "run.py": LLTM_RUN})
+    assert ("run.py", 4, "DL002") in lint(tmp_path, monkeypatch)
+    write(tmp_path, {"lltm.cpp": LLTM_CPP.replace("  CHECK_CUDA(input);\n", "")})
+    assert ("run.py", 4, "DL002") in lint(tmp_path, monkeypatch)
