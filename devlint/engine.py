@@ -13,7 +13,7 @@ from devlint import registry
 from devlint.catalogue import cpython_parses, prefiltered
 from devlint.diagnostic import Diagnostic
 from devlint.context import FileContext
-from devlint.facts import prescan
+from devlint.facts import module_stop, prescan
 from devlint.fixes import apply_fixes
 from devlint.rule import Report, Rule
 from devlint.settings import Settings, applicable  # noqa: F401 - re-exported
@@ -204,7 +204,11 @@ def lint_module(module: cst.Module, source: bytes, filename: str, settings: Sett
     diags: list[Diagnostic] = []
     if ctx.reports:
         # positions cost a code generation: only for files with findings, only reported nodes
-        positions = node_positions(module, [rep.node for rep in ctx.reports], source)
+        stop = module_stop(module) if not filename.endswith(".ipynb") else None
+        positions = node_positions(module, [rep.node for rep in ctx.reports] + ([stop] if stop else []), source)
+        if stop is not None:  # what follows `assert False` / `raise` / `sys.exit()` at the top never runs
+            end = positions[stop].end.line
+            ctx.reports = [rep for rep in ctx.reports if positions[rep.node].start.line <= end]
         for rep in ctx.reports:
             rng = positions[rep.node]
             diags.append(Diagnostic(rep.rule.code, rep.rule.name, rep.message, filename,

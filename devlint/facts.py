@@ -418,6 +418,29 @@ def _star_imports_torch(module: cst.Module, source: bytes) -> bool:
     return star and _BINDS_TORCH.search(source) is None
 
 
+_STOPPERS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+
+def module_stop(module: cst.Module) -> Optional[cst.SimpleStatementLine]:
+    """The first module-level statement that always stops the module (``raise ...``,
+    ``assert False``, ``sys.exit()``): nothing after it ever runs, on import or as a script.
+    (Not asked of a notebook, whose cells run one by one.)"""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Raise):
+                return stmt
+            if isinstance(small, cst.Assert) and (
+                    (isinstance(small.test, cst.Name) and small.test.value == "False")
+                    or (isinstance(small.test, cst.Integer) and small.test.value == "0")):
+                return stmt
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                    and dotted(small.value.func) in _STOPPERS:
+                return stmt
+    return None
+
+
 def prescan(module: cst.Module, source: bytes, project: Optional[ProjectFacts] = None) -> FileFacts:
     facts = FileFacts(source=source, module=module, project=project or NONE)
     facts.multi_gpu = _MULTI_GPU.search(source) is not None

@@ -321,3 +321,41 @@ def test_an_early_false_predicate_about_something_else_keeps_what_its_name_says_
         dist.init_process_group("nccl", rank=rank, world_size=2)
     '''
     assert _codes(src) == []
+
+
+# ---- code after a module-level `assert False` / `raise` / `sys.exit()` never runs -----------------
+
+STOPPED = '''\
+    import sys
+    import torch
+
+    x = torch.zeros(3).cuda()
+    assert False, "the rest is unfinished"
+    y = torch.zeros(3).cuda()
+    '''
+
+
+def test_nothing_after_a_module_level_stop_is_reported():
+    assert _codes(STOPPED) == [(4, "DL007")]
+    assert _codes(STOPPED.replace('assert False, "the rest is unfinished"', "sys.exit(0)")) == [(4, "DL007")]
+    assert _codes(STOPPED.replace('assert False, "the rest is unfinished"', "raise SystemExit")) == [(4, "DL007")]
+
+
+def test_a_conditional_or_real_assertion_stops_nothing():
+    assert _codes(STOPPED.replace("assert False", "assert len(sys.argv) > 1")) == [(4, "DL007"), (6, "DL007")]
+    assert _codes(STOPPED.replace('assert False, "the rest is unfinished"',
+                                  "if len(sys.argv) < 2:\n        sys.exit(0)")) == [(4, "DL007"), (7, "DL007")]
+
+
+def test_a_notebook_cell_that_raises_leaves_later_cells_reported(tmp_path):
+    import json
+
+    nb = {"cells": [{"cell_type": "code", "source": ["import torch\n", "raise SystemExit('stop')\n"],
+                     "metadata": {}, "outputs": [], "execution_count": None},
+                    {"cell_type": "code", "source": ["x = torch.zeros(3).cuda()\n"], "metadata": {}, "outputs": [],
+                     "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    from devlint.runner import process_source
+    path = tmp_path / "demo.ipynb"
+    path.write_text(json.dumps(nb))
+    out = process_source(path.read_bytes(), str(path), "demo.ipynb", Settings(select=registry.resolve()))
+    assert [d.code for d in out.diagnostics] == ["DL007"]
