@@ -455,17 +455,21 @@ class FunctionUsage:
             return "iterated in Python"
         return None
 
+    def _siblings(self, line) -> tuple:
+        """(the statements of the block holding ``line``, its index there), or ([], None) when
+        ``line`` is no simple statement line of a block."""
+        block = self._up(line)
+        if not isinstance(line, cst.SimpleStatementLine) or block is None or not hasattr(block, "body"):
+            return [], None
+        body = list(block.body)
+        return body, next((i for i, s in enumerate(body) if s is line), None)
+
     def timed(self, stmt: cst.CSTNode) -> bool:
         """``stmt`` (a bare expression statement) is what a timer measures: in its block, a timer
         read (``ev0.record()``, ``t0 = time.perf_counter()``) comes before it and another after it,
         with nothing but bare calls between (more of the same, a synchronize): a benchmark of
         that very statement (a host-to-device copy timed on purpose, its result not wanted)."""
-        line = self._up(stmt)
-        block = self._up(line)
-        if not isinstance(line, cst.SimpleStatementLine) or block is None or not hasattr(block, "body"):
-            return False
-        body = list(block.body)
-        idx = next((i for i, s in enumerate(body) if s is line), None)
+        body, idx = self._siblings(self._up(stmt))
         if idx is None:
             return False
 
@@ -491,12 +495,7 @@ class FunctionUsage:
         if bound is None:
             return False
         name, assign = bound
-        line = self._up(assign)
-        block = self._up(line)
-        if not isinstance(line, cst.SimpleStatementLine) or block is None or not hasattr(block, "body"):
-            return False
-        body = list(block.body)
-        idx = next((i for i, s in enumerate(body) if s is line), None)
+        body, idx = self._siblings(self._up(assign))
         if idx is None or idx + 1 >= len(body):
             return False
         nxt = body[idx + 1]
