@@ -615,7 +615,7 @@ class ContextTracker(BatchableCSTVisitor):
         self.suites += 1
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._push_block()
+        self._push_block(node in self.guards.cuda_only_blocks)  # a `__main__` block launching a GPU kernel
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.blocks.pop()

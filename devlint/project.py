@@ -36,7 +36,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 36
+SUMMARY_VERSION = 37
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,10 @@ class ProjectFacts:
     # whose every copy in the project tree is a torch file holding CPU storages only: a data
     # file shipped with the code, which loads anywhere
     host_blobs: frozenset = frozenset()
+    # project functions this file imports (as it spells them) that always launch a GPU kernel of
+    # their module (``Summary.kernel_functions``): a function of this file always calling one
+    # hands it GPU tensors, so it runs only on a GPU
+    kernel_functions: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -142,7 +146,8 @@ class ProjectFacts:
                 or bool(self.extensions) or bool(self.placing) or bool(self.loader_params) or bool(self.gpu_bases)
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
                 or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches)
-                or bool(self.backend_helpers) or bool(self.gpu_wrappers) or bool(self.host_blobs))
+                or bool(self.backend_helpers) or bool(self.gpu_wrappers) or bool(self.host_blobs)
+                or bool(self.kernel_functions))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -153,7 +158,7 @@ class ProjectFacts:
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
                      sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers),
                      sorted(self.switches), sorted(self.backend_helpers), sorted(self.gpu_wrappers),
-                     sorted(self.host_blobs)))
+                     sorted(self.host_blobs), sorted(self.kernel_functions)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -225,6 +230,9 @@ class Summary:
     # model = DataParallel(model, device_ids=opt.gpu_ids)`` ... ``return model``): what reads the
     # result's ``.module`` runs only on that GPU path
     gpu_wrappers: list = field(default_factory=list)
+    # top-level functions that always launch a GPU kernel of the module (a ``@triton.jit`` kernel
+    # as ``kernel[grid](...)``, a ``@helion.kernel``), or always call one that does
+    kernel_functions: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -574,7 +582,7 @@ def _ensures(stmts: list, in_function: bool, ensuring: set) -> bool:
                 local[s.targets[0].id] = b
         value = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
         if isinstance(value, ast.Call):
-            if _nccl_init(value, local) or (pinned and _is_init(value)) or _gpu_only_call(value):
+            if _nccl_init(value, local) or (pinned and _is_init(value)) or _gpu_only_call(value) or _cuda_mesh(value):
                 return True
             # a call of one of the file's own functions (`model.train()` runs no `def train`)
             if isinstance(value.func, ast.Name) and value.func.id in ensuring:
@@ -591,6 +599,14 @@ _GPU_ONLY_CALLS = {"faiss": frozenset({
     "index_cpu_to_all_gpus", "index_cpu_to_gpu", "index_cpu_to_gpu_multiple", "index_cpu_to_gpus_list",
     "StandardGpuResources", "GpuIndexFlatL2", "GpuIndexFlatIP", "GpuIndexIVFFlat", "GpuIndexIVFPQ",
     "GpuIndexIVFScalarQuantizer"})}
+
+
+def _cuda_mesh(call: ast.Call) -> bool:
+    """``init_device_mesh("cuda", ...)`` (see ``guards.cuda_mesh``): it raises without a GPU."""
+    if not (_dotted(call.func) or "").endswith("init_device_mesh"):
+        return False
+    a = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device_type"), None)
+    return isinstance(a, ast.Constant) and a.value == "cuda"
 
 
 def _gpu_only_call(call: ast.Call) -> bool:
@@ -894,9 +910,9 @@ _STOP_WORDS = (b"assert", b"raise", b"exit", b"quit", b"abort")
 
 
 def _may_ensure(source: bytes) -> bool:
-    """A cheap gate before :func:`_ensures` reads a module's ``ast``: an NCCL group, faiss's GPU
-    API, or an availability check beside something that stops the program."""
-    return b"init_process_group" in source or b"faiss" in source or (
+    """A cheap gate before :func:`_ensures` reads a module's ``ast``: an NCCL group or a CUDA
+    device mesh, faiss's GPU API, or an availability check beside something that stops the program."""
+    return b"init_process_group" in source or b"faiss" in source or b"init_device_mesh" in source or (
         (b"is_available" in source or b"device_count" in source) and any(w in source for w in _STOP_WORDS))
 
 
@@ -956,7 +972,7 @@ _SAVE_WORDS = (b"save(",)
 # a Cog (Replicate) predictor and its build file's GPU switch (`build:` / `  gpu: true`)
 _COG_IMPORT = lazyre.compile(rb"^[ \t]*(?:from[ \t]+cog[ \t]+import|import[ \t]+cog\b)", re.M)
 _COG_GPU = lazyre.compile(rb"^[ \t]+gpu:[ \t]*true[ \t]*(?:#.*)?\r?$", re.M | re.I)
-_AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group", b"faiss")
+_AVAILABILITY_WORDS = (b"is_available", b"device_count", b"init_process_group", b"faiss", b"init_device_mesh")
 _INIT_WORDS = (b"init_process_group",)
 # DL005 asks about `torch.load` / `torch.jit.load` calls only: a file that spells none (however it
 # names torch: `th.load(`, `from torch import load`) needs no checkpoint facts
@@ -1020,7 +1036,7 @@ def _places(call: ast.Call) -> bool:
 
 # A module none of whose lines can bear on a CUDA requirement or a checkpoint needs no parse:
 # its imports and whether it runs as a script are read off its text (most of a library).
-_NEEDS_AST = lazyre.compile(rb"is_available|device_count|init_process_group|is_initialized|\.save\(|\.(?:pth|pt|ckpt)[\"']")
+_NEEDS_AST = lazyre.compile(rb"is_available|device_count|init_process_group|init_device_mesh|is_initialized|\.save\(|\.(?:pth|pt|ckpt)[\"']")
 # a return of slices or torch results (see _tensor_returns): worth a parse
 _TENSOR_RETURN = lazyre.compile(rb"^[ \t]+return[ \t][^\n]*(?:\[[ \t]*:|\.(?:chunk|split|unbind|tensor_split)\(|torch\.)",
                             re.M)
@@ -1227,7 +1243,8 @@ def _passed_saves(tree: ast.AST) -> set:
 
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
-    if _NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None and not _may_wrap(source):
+    if (_NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None and not _may_wrap(source)
+            and _KERNEL_DEF.search(source) is None):
         return _text_summary(source)
     try:
         tree = ast.parse(source)
@@ -1305,12 +1322,64 @@ def summarize(source: bytes) -> Optional[Summary]:
                 name = _save_name(st.value)
                 if name is not None and re.search(r"\.(?:pth|pt|ckpt|pkl|bin|tar)$", name):
                     s.checkpoint_paths.append([st.targets[0].id, name])
+    if _KERNEL_DEF.search(source) is not None and TRITON_INTERPRETER.search(source) is None:
+        s.kernel_functions = _kernel_functions(funcs)  # (unless Triton's CPU interpreter runs them)
     if raw_saves:
         saving = {id(fn) for _, _, fn in raw_saves if fn is not None}
         s.savers = sorted(d.name for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                                         ast.ClassDef))
                           and any(id(n) in saving for n in ast.walk(d)))
     return s
+
+
+# `os.environ["TRITON_INTERPRET"] = "1"` (or `setdefault("TRITON_INTERPRET", "1")`) on a line that is
+# no comment: Triton runs the module's kernels in its CPU interpreter, on host tensors
+TRITON_INTERPRETER = lazyre.compile(rb"""^[ \t]*[^#\n]*TRITON_INTERPRET["'][ \t]*(?:\][ \t]*=|,)[ \t]*["']?1""", re.M)
+# a GPU kernel defined in the module: `@triton.jit` (also `@triton.autotune(...)`), `@helion.kernel`
+_KERNEL_DEF = lazyre.compile(rb"@[ \t]*(?:triton\.(?:jit|autotune|heuristics)|helion\.kernel)\b")
+
+
+def _kernel_functions(funcs: list) -> list:
+    """Summary.kernel_functions: the module's top-level functions that always launch one of its
+    kernels (in their body, or a loop or ``with`` in it; not in one branch), directly or through
+    another such function (``GuardModel._scan_kernel_launches`` reads a file the same way)."""
+    kernels: set = set()
+    launchers: set = set()
+    for fn in funcs:
+        for d in fn.decorator_list:
+            q = _dotted(d.func if isinstance(d, ast.Call) else d) or ""
+            if q in ("triton.jit", "triton.autotune", "triton.heuristics"):
+                kernels.add(fn.name)
+            elif q == "helion.kernel":
+                launchers.add(fn.name)
+
+    def always(body: list):
+        for st in body:
+            if isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
+                yield from always(st.body)
+            elif not isinstance(st, (ast.If, ast.Try, ast.TryStar, ast.Match, ast.FunctionDef, ast.AsyncFunctionDef,
+                                     ast.ClassDef)):
+                yield st
+
+    def launches(fn) -> bool:
+        for st in always(fn.body):
+            for c in ast.walk(st):
+                if isinstance(c, ast.Call):
+                    f = c.func
+                    if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name) and f.value.id in kernels:
+                        return True
+                    if isinstance(f, ast.Name) and f.id in launchers:
+                        return True
+        return False
+
+    out = set(launchers)
+    for _ in range(4):
+        found = {fn.name for fn in funcs if fn.name not in kernels and fn.name not in out and launches(fn)}
+        if not found:
+            break
+        out |= found
+        launchers |= found
+    return sorted(out)
 
 
 _WRAPPERS = ("DataParallel", "DistributedDataParallel")
@@ -2613,6 +2682,8 @@ class ProjectIndex:
         # function this file never calls make it CUDA-only
         entry = self._imported_functions(source, imported, _AVAILABILITY_WORDS, "cuda_functions") \
             if need_cuda else set()
+        kernel_functions = self._imported_functions(source, imported, (b"triton", b"helion"), "kernel_functions") \
+            if need_cuda else set()
         checks = self._imported_functions(source, imported, (b"is_initialized",), "dist_checks") \
             if need_cuda and b"dist" in source else set()
         cuda_only = False
@@ -2728,7 +2799,8 @@ class ProjectIndex:
                             else frozenset(),
                             gpu_wrappers=self._gpu_wrappers(source, imported) if need_cuda and b".module." in source
                             else frozenset(),
-                            host_blobs=self._host_blobs(source) if need_ckpt else frozenset())
+                            host_blobs=self._host_blobs(source) if need_ckpt else frozenset(),
+                            kernel_functions=frozenset(kernel_functions))
 
     def _host_blobs(self, source: bytes) -> frozenset:
         """``ProjectFacts.host_blobs``: of the checkpoint names the file spells in string

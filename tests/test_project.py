@@ -1481,3 +1481,23 @@ def test_a_cpp_extension_with_a_cpu_branch_or_no_check_keeps_the_finding(tmp_pat
     assert ("run.py", 4, "DL002") in lint(tmp_path, monkeypatch)
     write(tmp_path, {"lltm.cpp": LLTM_CPP.replace("  CHECK_CUDA(input);\n", "")})
     assert ("run.py", 4, "DL002") in lint(tmp_path, monkeypatch)
+
+
+KERNELS = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+           "def add_kernel(x_ptr, out_ptr, n):\n    pid = tl.program_id(0)\n\n\n"
+           "def add(x):\n    out = torch.empty_like(x)\n    add_kernel[(1,)](x, out, x.numel())\n    return out\n")
+KERNEL_USER = ("import torch\nfrom kernels import add\n\n\ndef check():\n    x = torch.randn(8, device=\"cuda\")\n"
+               "    torch.testing.assert_close(add(x), x + x)\n")
+
+
+def test_a_function_calling_a_kernel_wrapper_of_another_module_is_cuda_only(tmp_path, monkeypatch):
+    write(tmp_path, {"kernels.py": KERNELS, "test_add.py": KERNEL_USER})
+    assert lint(tmp_path, monkeypatch, "test_add.py") == []
+    assert summarize(KERNELS.encode()).kernel_functions == ["add"]
+
+
+def test_a_wrapper_that_launches_on_one_branch_only_guards_no_caller(tmp_path, monkeypatch):
+    branchy = KERNELS.replace("    add_kernel[(1,)](x, out, x.numel())\n",
+                              "    if x.is_cuda:\n        add_kernel[(1,)](x, out, x.numel())\n")
+    write(tmp_path, {"kernels.py": branchy, "test_add.py": KERNEL_USER})
+    assert lint(tmp_path, monkeypatch, "test_add.py") == [("test_add.py", 6, "DL002")]

@@ -111,6 +111,84 @@ def test_importing_triton_alone_guards_nothing():
     assert (11, "DL002") in _codes(src, "kernels.py")  # two decorator lines fewer
 
 
+# the wrapper's callers: a test or a benchmark handing it GPU tensors runs only on a GPU too
+TRITON_CALLERS = TRITON + '''
+
+    def check():
+        for n in (256, 1024):
+            x = torch.randn(n, device="cuda")
+            torch.testing.assert_close(add(x), x + x)
+
+
+    def bench(x, source):
+        y = torch.randn(8, device="cuda")
+        if source == "torch":
+            ms = triton.testing.do_bench(lambda: x + y)
+        else:
+            ms = triton.testing.do_bench(lambda: add(x))
+        return ms
+
+
+    def compare(x, fast):
+        y = torch.randn(8, device="cuda")
+        if fast:
+            return add(y)
+        return y
+
+
+    if __name__ == "__main__":
+        z = torch.randn(8, device="cuda")
+        print(add(z))
+    '''
+
+
+def test_a_function_calling_a_triton_wrapper_or_timing_on_the_gpu_is_cuda_only():
+    codes = set(_codes(TRITON_CALLERS, "kernels.py"))
+    assert not {(38, "DL002"), (43, "DL002"), (59, "DL002")} & codes  # check(), bench(), __main__
+    assert (52, "DL002") in codes  # trap: compare() calls the wrapper on one branch only
+
+
+def test_a_main_block_that_calls_no_kernel_keeps_its_finding():
+    src = TRITON_CALLERS.replace("        print(add(z))\n", "        print(reference(z))\n")
+    assert (59, "DL002") in _codes(src, "kernels.py")
+
+
+def test_kernels_run_in_tritons_cpu_interpreter_guard_nothing():
+    src = 'import os\nos.environ["TRITON_INTERPRET"] = "1"\n' + textwrap.dedent(TRITON_CALLERS)
+    codes = set(_codes(src, "kernels.py"))
+    assert {(15, "DL002"), (40, "DL002"), (61, "DL002")} <= codes  # add(), check(), __main__: run on the CPU
+    commented = src.replace('os.environ["TRITON_INTERPRET"]', '# os.environ["TRITON_INTERPRET"]')
+    assert (61, "DL002") not in _codes(commented, "kernels.py")
+
+
+MESH = '''\
+    import os
+    import torch
+    from torch.distributed.device_mesh import init_device_mesh
+
+
+    def setup():
+        mesh = init_device_mesh("cuda", (int(os.environ["WORLD_SIZE"]),))
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        return mesh
+
+
+    def main():
+        mesh = setup()
+        x = torch.randn(4, device="cuda")
+        print(mesh, x)
+    '''
+
+
+def test_a_cuda_device_mesh_runs_on_gpus():
+    assert _codes(MESH, "main.py") == []
+
+
+def test_a_cpu_device_mesh_guards_nothing():
+    codes = set(_codes(MESH.replace('init_device_mesh("cuda"', 'init_device_mesh("cpu"'), "main.py"))
+    assert (14, "DL002") in codes
+
+
 # ---- `model.train()` is no call of the script's `def train` ---------------------------------
 
 TRAIN = '''\

@@ -39,7 +39,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint import lazyre
-from devlint.project import CUDA_ONLY_PACKAGES
+from devlint.project import CUDA_ONLY_PACKAGES, TRITON_INTERPRETER
 from devlint.syntax import call_arg, dotted, is_main_guard, string_value
 from devlint.walk import nodes, statements
 
@@ -765,6 +765,21 @@ def _nccl_by_helper(facts, call: cst.Call) -> bool:
     return False
 
 
+def cuda_mesh(facts, call: cst.Call) -> bool:
+    """``init_device_mesh("cuda", (world_size,))``: a device mesh over the ranks' GPUs. It
+    starts the default process group when none is up (NCCL, CUDA's backend) and sets each
+    rank's CUDA device, so it raises without one; what follows runs on GPUs."""
+    f = call.func
+    name = f.attr.value if type(f) is cst.Attribute else f.value if type(f) is cst.Name else ""
+    if name != "init_device_mesh" or (facts.qualname(f) or "").rsplit(".", 1)[0] not in _MESH_MODULES:
+        return False
+    a = call_arg(call, 0, "device_type")
+    return a is not None and string_value(a.value) == "cuda"
+
+
+_MESH_MODULES = frozenset({"torch.distributed.device_mesh", "torch.distributed"})
+
+
 def _is_nccl_init(facts, call: cst.Call) -> bool:
     f = call.func
     if type(f) is cst.Attribute and not f.attr.value.endswith("init_process_group"):
@@ -892,6 +907,8 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return False
     if _is_nccl_init(facts, value) or _nccl_collective(facts, value) or _pin(facts, value):
         return True
+    if type(value.func) in (cst.Name, cst.Attribute) and cuda_mesh(facts, value):
+        return True  # `init_device_mesh("cuda", (ws,))`: a process group over the ranks' GPUs
     if type(value.func) is cst.Name and _nccl_by_helper(facts, value):
         return True  # `setup(rank, world_size, "nccl")`: a project helper starts the NCCL group
     if type(value.func) in (cst.Name, cst.Attribute) and _names_launcher(facts) and gpu_launcher(facts, value):
@@ -1152,12 +1169,14 @@ class GuardModel:
         # kernel, or the project uses them (or their class) only where CUDA is required anyway
         self.cuda_only_functions: set = set()
         self.file_guarded = False
+        # IndentedBlocks that run only with CUDA: a `__main__` block launching a GPU kernel
+        self.cuda_only_blocks: set = set()
         self.spells_runtime = _RUNTIME_WORD.search(facts.source) is not None  # see calls_cuda_runtime
         self._scan(facts.module)
         if _CUDA_ONLY_IMPORT.search(facts.source):
             self._scan_cuda_only_imports(facts.module)
-        if b"triton" in facts.source and b"](" in facts.source:
-            self._scan_triton_launches(facts.module)
+        if facts.project.kernel_functions or may_launch_kernels(facts.source):
+            self._scan_kernel_launches(facts.module)
         if facts.project.cuda_callers:
             self._used_only_with_cuda(facts.module, facts.project.cuda_callers)
         if facts.project.extensions and not self.file_guarded:
@@ -1287,28 +1306,40 @@ class GuardModel:
                         self.cuda_only_functions.update(
                             n for n in nodes(d, into_scopes=True) if type(n) is cst.FunctionDef)
 
-    def _scan_triton_launches(self, module: cst.Module) -> None:
-        """A function that launches a Triton kernel of the file (``kernel[grid](x, out, ...)``
-        where ``kernel`` is decorated ``@triton.jit``, also under ``@triton.autotune``) runs only
-        on a GPU: Triton compiles for the device its tensors are on, and has no CPU backend in
-        a stock install. Importing ``triton`` alone says nothing (it installs with torch); the
-        launch does, and what the function allocates for the kernel must be on the GPU."""
+    def _scan_kernel_launches(self, module: cst.Module) -> None:
+        """A function that launches a GPU kernel runs only on a GPU, and so does what it
+        allocates for the kernel: Triton compiles for the device its tensors are on and has no
+        CPU backend in a stock install. Importing ``triton`` alone says nothing (it installs
+        with torch); a launch does:
+
+        * ``kernel[grid](x, out, ...)`` where ``kernel`` is decorated ``@triton.jit`` (also
+          under ``@triton.autotune`` / ``@triton.heuristics``);
+        * a call of a Helion kernel (``@helion.kernel``: compiled to Triton);
+        * ``triton.testing.do_bench(...)``, which times on the GPU's own clock;
+        * a call of a function that always launches one: of this file (the wrapper's caller,
+          and its caller), or of a project module the file imports
+          (``ProjectFacts.kernel_functions``: ``from triton_kernels import max_with_atomics``).
+
+        Always: a statement of the function's body, also in a loop or a ``with`` it always
+        enters, not one branch's (``if provider == "triton": ...``) or a ``try``'s."""
         f = self.facts
-        kernels = {n.name.value for n in nodes(module, into_scopes=True) if type(n) is cst.FunctionDef and any(
-            (f.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
-            in ("triton.jit", "triton.autotune", "triton.heuristics") for d in n.decorators)}
-        if not kernels:
+        kernels, launchers = kernel_definitions(f, module)
+        launchers |= f.project.kernel_functions
+        if not kernels and not launchers and b"do_bench" not in f.source:
             return
-        for n in nodes(module, into_scopes=True):
-            if type(n) is not cst.FunctionDef or n.name.value in kernels or not isinstance(n.body, cst.IndentedBlock):
-                continue
-            for st in n.body.body:  # a launch the function always runs, not one branch's
-                if isinstance(st, cst.SimpleStatementLine) and any(
-                        type(c) is cst.Call and isinstance(c.func, cst.Subscript)
-                        and isinstance(c.func.value, cst.Name) and c.func.value.value in kernels
-                        for c in nodes(st)):
-                    self.cuda_only_functions.add(n)
-                    break
+        funcs = [n for n in nodes(module, into_scopes=True) if type(n) is cst.FunctionDef
+                 and n.name.value not in kernels and isinstance(n.body, cst.IndentedBlock)]
+        for _ in range(4):  # a wrapper's caller, its caller ...
+            found = [n for n in funcs if n not in self.cuda_only_functions
+                     and always_launches(f, n.body, kernels, launchers)]
+            if not found:
+                break
+            self.cuda_only_functions.update(found)
+            launchers |= {n.name.value for n in found}
+        for st in module.body:  # `if __name__ == "__main__": ... kernel_wrapper(x)`
+            if is_main_guard(st) and isinstance(st.body, cst.IndentedBlock) \
+                    and always_launches(f, st.body, kernels, launchers):
+                self.cuda_only_blocks.add(st.body)
 
     @staticmethod
     def _imports_project_extension(module: cst.Module, extensions: frozenset) -> bool:
@@ -1415,6 +1446,80 @@ def _returned(fn: cst.FunctionDef) -> cst.BaseExpression:
 
 
 # packages that only run on an NVIDIA GPU: code importing them has no CPU path
+# decorators that make a function a GPU kernel: Triton's (launched as ``kernel[grid](...)``)
+# and Helion's (called directly; it compiles to Triton)
+_TRITON_KERNEL = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+_CALLED_KERNEL = frozenset({"helion.kernel"})
+# library calls that run only on a GPU: Triton's benchmark timers read the device's clock
+_GPU_TIMERS = frozenset({"triton.testing.do_bench", "triton.testing.do_bench_cudagraph"})
+
+
+def may_launch_kernels(source: bytes) -> bool:
+    """Cheap text gate for :meth:`GuardModel._scan_kernel_launches`; a file that turns on
+    Triton's CPU interpreter (``os.environ["TRITON_INTERPRET"] = "1"``) runs its kernels anywhere."""
+    if not ((b"triton" in source and (b"](" in source or b"do_bench" in source)) or b"helion.kernel" in source):
+        return False
+    return b"TRITON_INTERPRET" not in source or TRITON_INTERPRETER.search(source) is None
+
+
+
+def kernel_definitions(facts, module: cst.Module) -> tuple:
+    """(names of the file's Triton kernels, names of its kernels called directly (Helion))."""
+    kernels: set = set()
+    called: set = set()
+    for n in nodes(module, into_scopes=True):
+        if type(n) is cst.FunctionDef and n.decorators:
+            for d in n.decorators:
+                q = facts.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or ""
+                if q in _TRITON_KERNEL:
+                    kernels.add(n.name.value)
+                elif q in _CALLED_KERNEL:
+                    called.add(n.name.value)
+    return kernels, called
+
+
+def _every_branch_launches(facts, st: cst.If, kernels: set, launchers: set) -> bool:
+    branch: Optional[cst.CSTNode] = st
+    while type(branch) is cst.If:
+        if not isinstance(branch.body, cst.IndentedBlock) or not always_launches(facts, branch.body, kernels, launchers):
+            return False
+        branch = branch.orelse
+    return (type(branch) is cst.Else and isinstance(branch.body, cst.IndentedBlock)
+            and always_launches(facts, branch.body, kernels, launchers))
+
+
+def _always_run(body: cst.IndentedBlock):
+    """The simple statements a block always runs: its own, and those of the loops and
+    ``with`` blocks in it (not a branch's, a ``try``'s or a nested scope's)."""
+    for st in body.body:
+        if isinstance(st, cst.SimpleStatementLine):
+            yield st
+        elif isinstance(st, (cst.For, cst.While, cst.With)) and isinstance(st.body, cst.IndentedBlock):
+            yield from _always_run(st.body)
+
+
+def always_launches(facts, body: cst.IndentedBlock, kernels: set, launchers: set) -> bool:
+    """``body`` always launches a GPU kernel (see ``GuardModel._scan_kernel_launches``); so
+    does an ``if``/``else`` every branch of which does (``if source == "torch":
+    do_bench(...) else: do_bench(...)``)."""
+    for st in body.body:
+        if type(st) is cst.If and _every_branch_launches(facts, st, kernels, launchers):
+            return True
+    for st in _always_run(body):
+        for c in nodes(st):
+            if type(c) is not cst.Call:
+                continue
+            func = c.func
+            if type(func) is cst.Subscript and type(func.value) is cst.Name and func.value.value in kernels:
+                return True
+            if type(func) is cst.Name and func.value in launchers:
+                return True
+            if type(func) is cst.Attribute and func.attr.value in ("do_bench", "do_bench_cudagraph") \
+                    and facts.qualname(func) in _GPU_TIMERS:
+                return True
+    return False
+
+
 # (``triton`` installs with torch on Linux, so importing it says nothing until a kernel runs)
 _CUDA_ONLY_FILE = frozenset(CUDA_ONLY_PACKAGES) - {"triton"}
 _CUDA_ONLY_FUNCTION = _CUDA_ONLY_FILE | {"triton"}
