@@ -96,6 +96,19 @@ def test_dl005_repeated_literal_path_saved_and_loaded_in_one_function():
     assert codes(split, "DL005") == [(5, "DL005")]
 
 
+def test_dl005_a_path_spelled_another_way_on_the_load_is_the_same_file():
+    # `torch.save(sd, path)` ... `torch.load(path.as_posix())` / `str(path)`: the run reads back what it wrote
+    for spelled in ("path.as_posix()", "str(path)", "os.fspath(path)", "path.resolve()"):
+        src = ("import os\nimport torch\ndef roundtrip(model, path):\n    torch.save(model.state_dict(), path)\n"
+               f"    return torch.load({spelled})\n")
+        assert codes(src, "DL005") == [], spelled
+    # another file (`path.with_suffix(".bak")`, `str(other)`) is no round trip
+    for other in ('path.with_suffix(".bak")', "str(other)"):
+        src = ("import torch\ndef roundtrip(model, path, other):\n    torch.save(model.state_dict(), path)\n"
+               f"    return torch.load({other})\n")
+        assert codes(src, "DL005") == [(4, "DL005")], other
+
+
 def test_dl005_xla_files():
     src = "import torch\nimport torch_xla.core.xla_model as xm\ndef load(path):\n    return torch.load(path)\n"
     assert codes(src, "DL005") == []

@@ -75,6 +75,7 @@ def _same_file_key(expr: cst.BaseExpression, module: cst.Module, opened: dict) -
         expr = opened[expr.value]
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "open" and expr.args:
         expr = expr.args[0].value
+    expr = _same_path(expr)
     if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format"
             and _string(expr.func.value) is not None):
         return "fmt:" + str(_string(expr.func.value))
@@ -84,6 +85,23 @@ def _same_file_key(expr: cst.BaseExpression, module: cst.Module, opened: dict) -
         return "pct:" + str(_string(expr.left))  # `'./ckpt/%s_net%d.pth' % (args.id, k)`: its template
     key = path_key(expr)
     return key if key is not None else "code:" + module.code_for_node(expr)
+
+
+# spellings of the same path: `str(p)`, `os.fspath(p)`, `p.as_posix()`, `p.resolve()` name the file `p` does
+_PATH_FUNCTIONS = frozenset({"str", "os.fspath", "os.path.abspath", "os.path.realpath", "os.path.normpath"})
+_PATH_METHODS = frozenset({"as_posix", "resolve", "absolute", "expanduser"})
+
+
+def _same_path(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in _PATH_METHODS and not expr.args:
+            expr = f.value
+        elif dotted(f) in _PATH_FUNCTIONS and len(expr.args) == 1 and expr.args[0].keyword is None:
+            expr = expr.args[0].value
+        else:
+            break
+    return expr
 
 
 def saved_earlier(load: cst.Call, root: cst.CSTNode, module: cst.Module, savers: frozenset = frozenset()) -> bool:
