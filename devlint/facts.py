@@ -609,6 +609,8 @@ class ContextTracker(BatchableCSTVisitor):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.statement = node
         self.seen_statements.add(node)
+        if node in self.guards.settings_statements:
+            self.guard_depth += 1  # a notebook's settings cell: the reader's choice, as a flag is
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
         self.seen_statements.add(node)
@@ -769,6 +771,8 @@ class _Closer(BatchableCSTVisitor):
         # `init_process_group("nccl")`, `check_gpu()` (a function of the file that exits without
         # a GPU): the rest of the block runs only with one
         t = self.t
+        if node in t.guards.settings_statements:
+            t.guard_depth -= 1
         if not t.blocks[-1].guarded and guards.statement_ensures_cuda(t.facts, node, t.guards.ensuring):
             t.blocks[-1].guarded = True
         elif not t.blocks[-1].guarded and t.facts.project.gpu_wrappers and any(

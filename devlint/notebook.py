@@ -13,6 +13,11 @@ the magics that usually open a notebook, keeps the imports block together so a f
 device variable goes after ``import torch``), and is put back verbatim after fixing. Findings are mapped back to
 ``cell N, line L`` (N counts every cell, markdown included, from 1).
 
+A code cell in a section whose markdown heading names the notebook's settings (``# Setting``,
+``## Hyperparameters``, ``### Configuration``) gets ``settings`` after its marker: the notebook
+tells its reader to edit what those cells assign before running the rest
+(``devlint.analysis.guards`` reads it).
+
 ``--fix`` rewrites only the ``source`` of the cells that changed and keeps outputs,
 metadata and the file's JSON formatting (indent, key order, ASCII escaping, final
 newline). A notebook whose formatting cannot be reproduced exactly is reported and left
@@ -36,6 +41,29 @@ from devlint.diagnostic import Diagnostic
 
 class NotebookError(ValueError):
     pass
+
+
+SETTINGS_TAG = "settings"  # after a code cell's marker: the cell is in the notebook's settings section
+_HEADING = lazyre.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", re.M)
+# the words of a heading that names a settings section, whatever its numbering ("2. Settings")
+_SETTINGS_WORDS = frozenset({
+    "setting", "settings", "config", "configs", "configuration", "configurations", "parameters",
+    "params", "hyperparameters", "hyper-parameters", "hparams", "options", "arguments", "constants",
+})
+
+
+def _settings_heading(cell: dict) -> "bool | None":
+    """For a markdown cell: whether its last heading names a settings section (None: no heading,
+    the section goes on). A heading is short (four words at most), as section titles are."""
+    try:
+        text = _source_text(cell)
+    except NotebookError:
+        return None
+    headings = _HEADING.findall(text)
+    if not headings:
+        return None
+    words = re.findall(r"[a-z][a-z-]*", headings[-1].lower())
+    return 0 < len(words) <= 4 and any(w in _SETTINGS_WORDS for w in words)
 
 
 _MAGIC_START = lazyre.compile(r"^\s*(?:[%!?/,;]|[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%])")
@@ -117,7 +145,11 @@ class Notebook:
         parts: list[str] = []
         self.starts: list[tuple[int, int, int]] = []  # (first python line, n lines, cell index)
         line = 1
+        settings = False  # in a section whose heading names the notebook's settings
         for i, cell in enumerate(self.cells):
+            if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
+                heading = _settings_heading(cell)
+                settings = settings if heading is None else heading
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
             text = _source_text(cell)
@@ -127,7 +159,8 @@ class Notebook:
             body = self._mask(text, timed)
             if body and not body.endswith("\n"):
                 body += "\n"
-            parts.append(f"{self._marker(len(self.code))}\n")
+            tag = f" {SETTINGS_TAG}" if settings else ""
+            parts.append(f"{self._marker(len(self.code))}{tag}\n")
             line += 1
             self.shifts.update((line + k, width) for k, width in timed.items())
             n = body.count("\n")
@@ -205,7 +238,7 @@ class Notebook:
     def new_sources(self, python: bytes) -> dict[int, str]:
         """Cell index -> new source text, for the cells a fix changed."""
         text = python.decode("utf-8")
-        marker = re.compile(rf"^# devlint-cell-{self.nonce}-(\d+)\r?\n?", re.M)
+        marker = re.compile(rf"^# devlint-cell-{self.nonce}-(\d+)(?: {SETTINGS_TAG})?\r?\n?", re.M)
         pieces = marker.split(text)
         head, rest = pieces[0], pieces[1:]
         ids = [int(x) for x in rest[0::2]]

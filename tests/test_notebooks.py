@@ -255,6 +255,47 @@ def test_a_switch_set_in_a_cell_of_its_own_is_the_readers_choice(tmp_path, monke
     assert res.exit_code == (1 if reported else 0)
 
 
+def _md(text):
+    return {"cell_type": "markdown", "metadata": {}, "source": [text]}
+
+
+@pytest.mark.parametrize("heading, setting, reported", [
+    # the notebook's settings section: a device chosen there is the reader's to edit
+    ("# Setting", ['DEVICE = torch.device("cuda:0")'], False),
+    ("## 2. Hyperparameters", ["BATCH = 8\n", 'CONTEXT = dict(device="cuda:0", lr=0.1)'], False),
+    # any other section, or a heading that only mentions a setting in a sentence
+    ("# Data", ['DEVICE = torch.device("cuda:0")'], True),
+    ("# How these settings were chosen for the best results", ['DEVICE = torch.device("cuda:0")'], True),
+    # a settings cell that also runs code, or moves something, is code, not a setting
+    ("# Settings", ['DEVICE = torch.device("cuda:0")\n', "print(DEVICE)"], True),
+    ("# Settings", ['W = torch.ones(2).to("cuda:0")'], True),
+])
+def test_a_device_chosen_in_the_notebooks_settings_section_is_the_readers_choice(
+        tmp_path, monkeypatch, heading, setting, reported):
+    cells = [code(["import torch"], count=1), _md(heading), code(setting, count=2), _md("# Model"),
+             code(["x = torch.ones(2)\n", "print(x.to(DEVICE if 'DEVICE' in dir() else W.device))"], count=3)]
+    write_nb(tmp_path / "tutorial.ipynb", notebook(cells))
+    res = run(["check", "--select", "DL002", "tutorial.ipynb"], tmp_path, monkeypatch)
+    assert ("DL002" in res.output) is reported, res.output
+    assert res.exit_code == (1 if reported else 0)
+
+
+def test_fixing_a_notebook_with_a_settings_section_keeps_its_cells(tmp_path, monkeypatch):
+    # the settings cell stays as written; a hard-coded move in a later cell is fixed as before
+    cells = [code(["import torch"], count=1), _md("# Settings"), code(['DEVICE = torch.device("cuda:0")'], count=2),
+             _md("# Run"), code(["x = torch.ones(2).cuda()\n", "print(x)"], count=3)]
+    path = tmp_path / "tutorial.ipynb"
+    write_nb(path, notebook(cells))
+    res = run(["check", "--fix", "tutorial.ipynb"], tmp_path, monkeypatch)
+    assert res.exit_code == 0, res.output
+    new = json.loads(path.read_text())
+    src = ["".join(c["source"]) for c in new["cells"]]
+    assert src[:4] == ["".join(c["source"]) for c in cells[:4]]
+    assert src[4] == "x = torch.ones(2).to(DEVICE)\nprint(x)"
+    run(["check", "--fix", "tutorial.ipynb"], tmp_path, monkeypatch)
+    assert json.loads(path.read_text()) == new
+
+
 # the statement a timing magic runs is Python the notebook executes
 TIMED = [
     code(["import torch\n", "x = torch.ones(4)\n"], count=1),

@@ -567,27 +567,78 @@ def _calls_of(facts, fn: cst.FunctionDef) -> Optional[list]:
 
 
 _CELL_MARKER = "# devlint-cell-"  # (devlint.notebook joins a notebook's code cells with these comments)
+_SETTINGS_MARKER_END = " settings"  # (and tags the cells of the notebook's settings section so)
+
+
+def _cell_marker(lines) -> Optional[str]:
+    return next((line.comment.value for line in lines if line.comment is not None
+                 and line.comment.value.startswith(_CELL_MARKER)), None)
+
+
+def notebook_cells(facts) -> list:
+    """A notebook's code cells as ``(marker, statements)``: the marker comment that opens the cell
+    and the module-level statements in it. Empty for a file that is not a notebook. (Read once.)"""
+    out = facts.__dict__.get("_notebook_cells")
+    if out is not None:
+        return out
+    out = facts.__dict__["_notebook_cells"] = []
+    if _CELL_MARKER.encode() not in facts.source:
+        return out
+    for i, stmt in enumerate(facts.module.body):
+        # (the comments above a module's first statement are the module's header)
+        lead = list(stmt.leading_lines) if i else [*facts.module.header, *stmt.leading_lines]
+        marker = _cell_marker(lead)
+        if marker is not None or not out:
+            out.append((marker, []))
+        out[-1][1].append(stmt)
+    return out
 
 
 def _setting_cell(facts, name: str) -> bool:
     """In a notebook, ``name = True`` alone in a cell of its own: a setting the reader edits
     before running the cells below (tutorials say "set this to False without a GPU"), chosen as
     a command-line flag is, not code that runs whatever the reader wants."""
-    body = facts.module.body
-    for i, stmt in enumerate(body):
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-                and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1
-                and isinstance(stmt.body[0].targets[0].target, cst.Name)
-                and stmt.body[0].targets[0].target.value == name):
-            continue
-        # (the comments above a module's first statement are the module's header)
-        lead = list(stmt.leading_lines) if i else [*facts.module.header, *stmt.leading_lines]
-        starts = any(line.comment is not None and line.comment.value.startswith(_CELL_MARKER) for line in lead)
-        after = body[i + 1] if i + 1 < len(body) else None
-        ends = after is None or any(line.comment is not None and line.comment.value.startswith(_CELL_MARKER)
-                                    for line in after.leading_lines)
-        return starts and ends
+    for marker, stmts in notebook_cells(facts):
+        for stmt in stmts:
+            if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1
+                    and isinstance(stmt.body[0].targets[0].target, cst.Name)
+                    and stmt.body[0].targets[0].target.value == name):
+                return marker is not None and len(stmts) == 1
     return False
+
+
+def _settings_statements(facts) -> set:
+    """In a notebook, the statements of the cells of its settings section (a markdown heading
+    such as "Setting" or "Hyperparameters", see devlint.notebook) that only assign values: the
+    notebook tells its reader to edit them before running the rest, so a CUDA device chosen there
+    (``DEVICE = torch.device("cuda:0")``, ``Config(device="cuda")``) is the reader's choice, as a
+    command-line flag is. A cell that also runs code, or moves a value there (``.cuda()``,
+    ``.to(...)``), is no such setting."""
+    out: set = set()
+    for marker, stmts in notebook_cells(facts):
+        if marker is None or not marker.endswith(_SETTINGS_MARKER_END):
+            continue
+        if all(_only_assigns(stmt) for stmt in stmts):
+            out.update(stmts)
+    return out
+
+
+def _only_assigns(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for s in stmt.body:
+        if isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString)):
+            continue  # a note
+        if not isinstance(s, (cst.Assign, cst.AnnAssign)) or s.value is None:
+            return False
+        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _MOVES
+               for n in nodes(s.value)):
+            return False
+    return True
+
+
+_MOVES = frozenset({"cuda", "to", "cpu"})
 
 
 def _bool(node: cst.CSTNode) -> Optional[bool]:
@@ -1171,6 +1222,8 @@ class GuardModel:
         self.file_guarded = False
         # IndentedBlocks that run only with CUDA: a `__main__` block launching a GPU kernel
         self.cuda_only_blocks: set = set()
+        # a notebook's settings cells (assignments under a "Settings" heading): the reader's choice
+        self.settings_statements: set = _settings_statements(facts)
         self.spells_runtime = _RUNTIME_WORD.search(facts.source) is not None  # see calls_cuda_runtime
         self._scan(facts.module)
         if _CUDA_ONLY_IMPORT.search(facts.source):
