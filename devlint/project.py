@@ -36,7 +36,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 37
+SUMMARY_VERSION = 38
 
 
 @dataclass(frozen=True)
@@ -865,6 +865,49 @@ def _model_state(obj: ast.AST, built: set) -> bool:
 _JOINS = ("cat", "concat", "concatenate", "stack", "vstack", "hstack")
 
 
+def _cache_save(obj: ast.AST, target: Optional[ast.AST], fn: Optional[ast.AST]) -> bool:
+    """The cache idiom: ``if os.path.exists(p): x = torch.load(p)`` whose ``else`` builds the
+    value and saves it to ``p`` (or ``if not os.path.isfile(p): ...; torch.save(v, p)`` and a load
+    of ``p`` after it), the saving branch placing nothing: the file holds what this code builds
+    on the host (devlint.analysis.checkpoints.cache_written_beside reads the same idiom in a file)."""
+    if fn is None or target is None:
+        return False
+    want = ast.dump(target)
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.If):
+            continue
+        pol = _exists_polarity(node.test, want)
+        if pol == 0:
+            continue
+        found, missing = (node.body, node.orelse) if pol > 0 else (node.orelse, node.body)
+        if not any(n is obj for st in missing for n in ast.walk(st)):
+            continue
+        if any(isinstance(n, ast.Call) and _places(n) for st in missing for n in ast.walk(st)):
+            return False
+        # the other branch loads the file (for `if not exists(p)`, the function loads it anyway)
+        where = found if pol > 0 or found else [fn]
+        return any(isinstance(n, ast.Call) and (_dotted(n.func) or "").endswith("load") and n.args
+                   and ast.dump(n.args[0]) == want for st in where for n in ast.walk(st))
+    return False
+
+
+def _exists_polarity(test: ast.AST, want: str) -> int:
+    """+1 for ``os.path.exists(p)`` / ``isfile(p)`` / ``Path(p).exists()`` of the path ``want``
+    (an ``ast.dump``), -1 for its ``not``, else 0."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return -_exists_polarity(test.operand, want)
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute)):
+        return 0
+    name = test.func.attr
+    if name in ("exists", "isfile") and test.args and ast.dump(test.args[0]) == want:
+        return 1
+    inner = test.func.value
+    if (name in ("exists", "is_file") and not test.args and isinstance(inner, ast.Call) and inner.args
+            and ast.dump(inner.args[0]) == want):
+        return 1
+    return 0
+
+
 def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None, target: Optional[ast.AST] = None) -> bool:
     """``x.cpu()``, ``net.cpu().state_dict()``, ``x.to("cpu").half()``, a dict of those, or a
     list/dict the saving function builds empty and fills only with those: moved off the device
@@ -1295,7 +1338,8 @@ def summarize(source: bytes) -> Optional[Summary]:
     # a model the saving code builds from a class of its own and, placing nothing, keeps on the host
     classes = {c.name for c in tree.body if isinstance(c, ast.ClassDef)} if raw_saves and not s.places else set()
     s.saves = [[_save_name(p) if t is not None else None,
-                _host_object(o, fn, t) or (made_here and id(o) not in passed) or _fresh_module(o, fn, classes),
+                _host_object(o, fn, t) or (made_here and id(o) not in passed) or _fresh_module(o, fn, classes)
+                or _cache_save(o, t, fn),
                 _model_state(o, built), _host_object(o, fn, t)]
                for t, o, fn in raw_saves for p in (_bound_paths(t, fn) if t is not None else [None])]
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]

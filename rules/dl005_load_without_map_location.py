@@ -141,6 +141,10 @@ class LoadWithoutMapLocation(Rule):
         "else:\n    corpus = data.Corpus('train.txt')\n    torch.save(corpus, fn)\n",
         "import os\nimport torch\ndef embeds(p, enc):\n    if not os.path.exists(p):\n        e = enc()\n"
         "        torch.save({'e': e.cpu()}, p)\n    return torch.load(p)\n",
+        # ... built into the object's own attributes in that branch
+        "import os\nimport numpy\nimport torch\nclass Loader:\n    def __init__(self, n, p):\n"
+        "        if os.path.exists(p):\n            self.splits = torch.load(p)\n        else:\n"
+        "            self.train = numpy.random.permutation(n)\n            torch.save(dict(train=self.train), p)\n",
         # a dataset's cache holds host data
         "import torch\nfrom torch.utils.data import Dataset\nclass Cached(Dataset):\n"
         "    def __init__(self, path):\n        self.data = torch.load(path)\n",

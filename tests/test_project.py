@@ -104,6 +104,28 @@ def test_checkpoint_facts_reach_every_spelling_of_torch_load(tmp_path, monkeypat
     assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")
 
 
+CACHES = ("import os\nimport torch\n\nclass Loader:\n    def __init__(self, data_dir, actions):\n"
+          "        stats_path = data_dir + '/data_stats.pth'\n        if os.path.isfile(stats_path):\n"
+          "            stats = torch.load(stats_path)\n            self.mean = stats['mean']\n        else:\n"
+          "            self.mean = torch.cat(actions, 0).mean(0){place}\n"
+          "            torch.save({{'mean': self.mean}}, stats_path)\n")
+READS_CACHE = ("import os\nimport torch\nimport dataloader\n\n"
+               "stats = torch.load(os.path.join('data', 'data_stats.pth'))\nprint(stats)\n")
+
+
+@pytest.mark.parametrize("place, reported", [
+    # the loader's cache: built on the host in the branch that finds no file
+    ("", False),
+    # ... unless that branch places what it saves
+    (".cuda()", True),
+])
+def test_a_cache_another_module_writes_from_host_data(tmp_path, monkeypatch, place, reported):
+    write(tmp_path, {"dataloader.py": CACHES.format(place=place), "eval.py": READS_CACHE})
+    assert (("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")) is reported
+    # in the loader itself, the load reads back what the other branch saved
+    assert (("dataloader.py", 8, "DL005") in lint(tmp_path, monkeypatch, "dataloader.py")) is reported
+
+
 def test_checkpoint_written_from_the_gpu_by_another_script(tmp_path, monkeypatch):
     write(tmp_path, {"train.py": SAVES_DEVICE, "eval.py": LOADS})
     assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")

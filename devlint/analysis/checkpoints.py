@@ -32,7 +32,7 @@ from devlint import lazyre
 from devlint.facts import call_arg, dotted
 from devlint.project import name_template, same_file
 from devlint.syntax import bound_names, names_read
-from devlint.walk import nodes, visit_batched
+from devlint.walk import children, nodes, visit_batched
 
 BUFFER_KEY = "buffer:"  # the in-memory buffers a file pickles into and reads back
 SAVERS = {"save"}  # torch.save / torch.jit.save / torch.serialization.save (attribute name)
@@ -313,11 +313,34 @@ def _saves_host(block: cst.BaseSuite, path: str, module: cst.Module) -> bool:
                     break
                 before.append(st)
             built = {name for st in before for a in nodes(st) if isinstance(a, (cst.Assign, cst.AnnAssign))
-                     for t in (a.targets if isinstance(a, cst.Assign) else [a]) for name in bound_names(t.target)}
-            roots = names_read(v)
-            return bool(before) and roots <= built | {"torch", "dict", "list", "tuple"} and not any(
-                _contains_placer(st) for st in before)
+                     for t in (a.targets if isinstance(a, cst.Assign) else [a])
+                     for name in (*bound_names(t.target), dotted(t.target)) if name}
+            known = built | {"torch", "dict", "list", "tuple"}
+            # (`self.mean` assigned in the branch is built there as a name is)
+            return bool(before) and all(r in known or r.split(".")[0] in known for r in _dotted_reads(v)) \
+                and not any(_contains_placer(st) for st in before)
     return False
+
+
+def _dotted_reads(expr: cst.BaseExpression) -> set:
+    """The names and attribute chains ``expr`` reads (``self.mean``, ``torch``), outermost first."""
+    out: set = set()
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Name, cst.Attribute)):
+            d = dotted(n)
+            if d is not None:
+                out.add(d)
+                continue
+        if isinstance(n, cst.Call):  # a call's function: only its root is a read (`torch.mean`)
+            d = dotted(n.func)
+            if d is not None:
+                out.add(d.split(".")[0])
+                stack.extend(a.value for a in n.args)
+                continue
+        stack.extend(children(n, trivia=False))
+    return out
 
 
 def _is_torch_save(call: cst.Call) -> bool:
