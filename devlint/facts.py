@@ -653,11 +653,11 @@ class ContextTracker(BatchableCSTVisitor):
         return p
 
     def _push_if(self, test, want: int) -> None:
-        if self.polarity(test) == want:
-            self.guard_depth += 1
+        if self.polarity(test) == want or guards.literal_truth(test) == -want:
+            self.guard_depth += 1  # (a branch whose test is a literal that never selects it never runs)
 
     def _pop_if(self, test, want: int) -> None:
-        if self.polarity(test) == want:
+        if self.polarity(test) == want or guards.literal_truth(test) == -want:
             self.guard_depth -= 1
 
     def visit_If_body(self, node: cst.If) -> None:

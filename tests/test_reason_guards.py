@@ -437,3 +437,43 @@ def test_a_notebook_cell_that_raises_leaves_later_cells_reported(tmp_path):
     path.write_text(json.dumps(nb))
     out = process_source(path.read_bytes(), str(path), "demo.ipynb", Settings(select=registry.resolve()))
     assert [d.code for d in out.diagnostics] == ["DL007"]
+
+
+# ---- a branch switched off by hand with a literal never runs ------------------------------------
+
+SWITCHED_OFF = '''\
+    import os
+    import torch
+
+    def resume(model, path):
+        if os.path.isfile(path) and False:
+            model.load_state_dict(torch.load(path))
+        if 0:
+            model = model.cuda()
+        device = torch.device("cuda:0") if False else torch.device("cpu")
+        return model.to(device)
+    '''
+
+
+def test_a_branch_a_literal_switches_off_never_runs():
+    assert _codes(SWITCHED_OFF) == []
+
+
+def test_a_literal_that_selects_the_branch_keeps_its_findings():
+    src = (SWITCHED_OFF.replace("and False", "or True").replace("if 0:", "if 1:")
+           .replace("if False else", "if True else"))
+    assert _codes(src) == [(6, "DL005"), (8, "DL002"), (9, "DL002")]
+
+
+def test_the_else_of_a_branch_switched_off_runs():
+    src = '''\
+    import torch
+
+    def place(x):
+        if False:
+            pass
+        else:
+            x = x.cuda()
+        return x
+    '''
+    assert _codes(src) == [(7, "DL002")]

@@ -133,6 +133,24 @@ def _count_polarity(op: cst.BaseCompOp, right: cst.CSTNode) -> int:
     return 0
 
 
+def literal_truth(test: cst.BaseExpression) -> int:
+    """+1 when ``test`` is always true, -1 when it is never true, written so in the code itself
+    (``if False:``, ``if 0:``, ``if os.path.isfile(p) and False:``, ``a if True else b``): the
+    author switched a branch off by hand, and a branch that never runs crashes nothing. 0 otherwise."""
+    if isinstance(test, cst.Name):
+        return {"True": 1, "False": -1, "None": -1}.get(test.value, 0)
+    if isinstance(test, cst.Integer):
+        return 1 if test.evaluated_value else -1
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return -literal_truth(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = literal_truth(test.left), literal_truth(test.right)
+        if isinstance(test.operator, cst.And):
+            return -1 if -1 in (left, right) else (1 if left == right == 1 else 0)
+        return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
+    return 0
+
+
 def guard_polarity(facts, test: cst.BaseExpression) -> int:
     """+1 when ``test`` being true implies CUDA is usable, -1 when its negation does, else 0."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
