@@ -37,6 +37,8 @@ from devlint import lazyre
 from devlint.nnbases import is_module_base
 
 SUMMARY_VERSION = 38
+# how a dataset class's name ends (``Dataset``, ``InMemoryDataset``, ``ImageFolder``, ``LightningDataModule``)
+DATASET_NAMES = ("Dataset", "ImageFolder", "DatasetFolder", "DataModule")
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,10 @@ class ProjectFacts:
     # their module (``Summary.kernel_functions``): a function of this file always calling one
     # hands it GPU tensors, so it runs only on a GPU
     kernel_functions: frozenset = frozenset()
+    # bases of this file's classes (as spelled) that are project classes descending from a dataset
+    # (``class Patch3DMatch(Base3DMatch)`` where ``Base3DMatch(Dataset)`` is another module's):
+    # what such a class loads and caches is data, as a dataset's is
+    dataset_bases: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -147,7 +153,7 @@ class ProjectFacts:
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
                 or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches)
                 or bool(self.backend_helpers) or bool(self.gpu_wrappers) or bool(self.host_blobs)
-                or bool(self.kernel_functions))
+                or bool(self.kernel_functions) or bool(self.dataset_bases))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -158,7 +164,7 @@ class ProjectFacts:
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
                      sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers),
                      sorted(self.switches), sorted(self.backend_helpers), sorted(self.gpu_wrappers),
-                     sorted(self.host_blobs), sorted(self.kernel_functions)))
+                     sorted(self.host_blobs), sorted(self.kernel_functions), sorted(self.dataset_bases)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -2552,6 +2558,36 @@ class ProjectIndex:
                     return self._gpu_class(target, n, depth - 1)
         return False
 
+    def _dataset_bases(self, path: str, source: bytes, imports: list) -> frozenset:
+        """The bases of the file's classes that are project datasets (ProjectFacts.dataset_bases)."""
+        if not _CLASS_HEAD.search(b"\n" + source):
+            return frozenset()
+        return frozenset(b for b in _project_bases(source, imports) if self._dataset_class(path, b))
+
+    def _dataset_class(self, path: str, spelled: str, depth: int = 5) -> bool:
+        """The class ``spelled`` as seen from ``path`` is a dataset: one of its bases, or of its
+        project bases', is named as datasets are (``Dataset``, ``InMemoryDataset``, ``DataModule``)."""
+        if depth <= 0:
+            return False
+        classes, _aliases = self._class_info(path)
+        head, _, rest = spelled.partition(".")
+        if not rest and spelled in classes:
+            bases = [b for b in classes[spelled].bases if b != spelled]
+            return any(b.rsplit(".", 1)[-1].endswith(DATASET_NAMES) for b in bases) or any(
+                self._dataset_class(path, b, depth - 1) for b in bases)
+        for target, names in self.imports(path):
+            if names is None:
+                stem = os.path.splitext(os.path.basename(target))[0]
+                if rest and "." not in rest and stem == head:
+                    return self._dataset_class(target, rest, depth - 1)
+                if not rest and os.path.basename(path) == "__init__.py" and self._dataset_class(target, spelled, depth - 1):
+                    return True  # a package re-exporting a module's names (`from .base import *`)
+                continue
+            for n, a in names:
+                if (a or n) == spelled:
+                    return self._dataset_class(target, n, depth - 1)
+        return False
+
     def _stateless_class(self, path: str, spelled: str, depth: int = 5) -> bool:
         """The class ``spelled`` as seen from ``path`` is an nn.Module with no parameter, buffer
         or stateful submodule, itself or through its project bases (down to exactly nn.Module)."""
@@ -2835,6 +2871,7 @@ class ProjectIndex:
                             stateless_modules=stateless, extensions=extensions, placing=placing,
                             loader_params=loader_params,
                             gpu_bases=self._gpu_bases(path, source, own.imports) if need_cuda else frozenset(),
+                            dataset_bases=self._dataset_bases(path, source, own.imports) if need_ckpt else frozenset(),
                             cuda_imports=cuda_imports,
                             dist_checks=frozenset(checks), applied=applied, savers=frozenset(savers),
                             checkpoint_paths=frozenset(paths), imported=reused, cuda_callers=callers,
@@ -3555,7 +3592,7 @@ def _project_bases(source: bytes, imports: list) -> list:
     for info in own.values():
         for base in info.bases:
             root = base.split(".")[0]
-            if base in own or base in out or root not in imported or aliases.get(root, "").startswith(_LIBRARY_ROOTS):
+            if base in own or base in out or root not in imported or aliases.get(root, "").split(".")[0] in _LIBRARY_ROOTS:
                 continue
             out.append(base)
     return out

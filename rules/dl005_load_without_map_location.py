@@ -390,7 +390,7 @@ class LoadWithoutMapLocation(Rule):
             return  # a torch.hub model-zoo file (`resnet152-b121ed2d.pth`): published from host tensors
         if project_holds_host(node.args[0].value, self.facts.project):
             return  # the project saves that file from host data only (another file's save)
-        if is_dataset_class(self.t.cls):
+        if is_dataset_class(self.t.cls, self.facts.project):
             return  # a dataset's cache: host data, nothing to map
         if self._host_saves.saves_unplaced and is_dataset_module(self.ctx.module):
             return  # a dataset module's own cache / metadata file, written by functions that place nothing

@@ -126,6 +126,25 @@ def test_a_cache_another_module_writes_from_host_data(tmp_path, monkeypatch, pla
     assert (("dataloader.py", 8, "DL005") in lint(tmp_path, monkeypatch, "dataloader.py")) is reported
 
 
+@pytest.mark.parametrize("base, reported", [
+    # the project's own dataset base class, in another module (of a package whose name starts
+    # with `torch_`, which is no library of torch's)
+    ("from torch.utils.data import Dataset\n\nclass BaseSet(Dataset):\n", False),
+    # ... and a base that is no dataset keeps the finding
+    ("class BaseSet(object):\n", True),
+])
+def test_a_dataset_deriving_the_projects_dataset_base_in_another_file(tmp_path, monkeypatch, base, reported):
+    write(tmp_path, {
+        "torch_things/__init__.py": "",
+        "torch_things/base.py": base + "    def __len__(self):\n        return 0\n",
+        "torch_things/patches.py": ("import torch\nfrom torch_things.base import BaseSet\n\n"
+                                    "class Patches(BaseSet):\n    def __init__(self, files):\n        self.files = files\n\n"
+                                    "    def __getitem__(self, i):\n        return torch.load(self.files[i])\n"),
+    })
+    found = lint(tmp_path, monkeypatch, "torch_things/patches.py")
+    assert (("torch_things/patches.py", 9, "DL005") in found) is reported, found
+
+
 def test_checkpoint_written_from_the_gpu_by_another_script(tmp_path, monkeypatch):
     write(tmp_path, {"train.py": SAVES_DEVICE, "eval.py": LOADS})
     assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")

@@ -30,7 +30,7 @@ from libcst._batched_visitor import BatchableCSTVisitor
 
 from devlint import lazyre
 from devlint.facts import call_arg, dotted
-from devlint.project import name_template, same_file
+from devlint.project import DATASET_NAMES, name_template, same_file
 from devlint.syntax import bound_names, names_read
 from devlint.walk import children, nodes, visit_batched
 
@@ -398,16 +398,18 @@ def _host_value(expr: cst.BaseExpression, placed: Set[str], binds: Optional[Dict
     return False
 
 
-DATASET_BASES = ("Dataset", "ImageFolder", "DatasetFolder", "DataModule")
+DATASET_BASES = DATASET_NAMES
 
 
-def is_dataset_class(cls: Optional[cst.ClassDef]) -> bool:
-    """A dataset (or data module) class: what it caches with torch.save/torch.load is host data."""
+def is_dataset_class(cls: Optional[cst.ClassDef], project=None) -> bool:
+    """A dataset (or data module) class: what it caches with torch.save/torch.load is host data.
+    ``project`` (devlint.project): a base that is the project's own dataset class, in another file,
+    makes one too."""
     if cls is None:
         return False
     for b in cls.bases:
         d = dotted(b.value) or ""
-        if d.rsplit(".", 1)[-1].endswith(DATASET_BASES):
+        if d.rsplit(".", 1)[-1].endswith(DATASET_BASES) or (project is not None and d in project.dataset_bases):
             return True
     return False
 
