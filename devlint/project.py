@@ -36,7 +36,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 38
+SUMMARY_VERSION = 39
 # how a dataset class's name ends (``Dataset``, ``InMemoryDataset``, ``ImageFolder``, ``LightningDataModule``)
 DATASET_NAMES = ("Dataset", "ImageFolder", "DatasetFolder", "DataModule")
 
@@ -143,6 +143,9 @@ class ProjectFacts:
     # (``class Patch3DMatch(Base3DMatch)`` where ``Base3DMatch(Dataset)`` is another module's):
     # what such a class loads and caches is data, as a dataset's is
     dataset_bases: frozenset = frozenset()
+    # decorators (as this file spells them: its own, or imported from the project) whose wrapper
+    # runs the decorated function only where CUDA is usable (``Summary.gpu_decorators``)
+    gpu_decorators: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return (self.cuda_only or bool(self.cuda_entry) or bool(self.host_files) or bool(self.gpu_files)
@@ -153,7 +156,7 @@ class ProjectFacts:
                 or self.cuda_imports or bool(self.dist_checks) or bool(self.applied) or bool(self.savers)
                 or bool(self.checkpoint_paths) or self.imported or bool(self.cuda_callers) or bool(self.switches)
                 or bool(self.backend_helpers) or bool(self.gpu_wrappers) or bool(self.host_blobs)
-                or bool(self.kernel_functions) or bool(self.dataset_bases))
+                or bool(self.kernel_functions) or bool(self.dataset_bases) or bool(self.gpu_decorators))
 
     def key(self) -> str:
         return repr((self.cuda_only, sorted(self.cuda_entry), sorted(self.host_files), sorted(self.gpu_files),
@@ -164,7 +167,8 @@ class ProjectFacts:
                      sorted(self.gpu_bases), self.cuda_imports, sorted(self.dist_checks), sorted(self.applied),
                      sorted(self.savers), sorted(self.checkpoint_paths), self.imported, sorted(self.cuda_callers),
                      sorted(self.switches), sorted(self.backend_helpers), sorted(self.gpu_wrappers),
-                     sorted(self.host_blobs), sorted(self.kernel_functions), sorted(self.dataset_bases)))
+                     sorted(self.host_blobs), sorted(self.kernel_functions), sorted(self.dataset_bases),
+                     sorted(self.gpu_decorators)))
 
     def module_base(self, name: Optional[str]):
         """``(moves, owned, plain)`` for a project base class spelled ``name``, else None."""
@@ -239,6 +243,9 @@ class Summary:
     # top-level functions that always launch a GPU kernel of the module (a ``@triton.jit`` kernel
     # as ``kernel[grid](...)``, a ``@helion.kernel``), or always call one that does
     kernel_functions: list = field(default_factory=list)
+    # top-level decorators whose wrapper calls the decorated function only where CUDA is usable
+    # (``def run_if_cuda(func): def wrapped(*a): if torch.cuda.is_available(): return func(*a)``)
+    gpu_decorators: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------
@@ -1372,6 +1379,8 @@ def summarize(source: bytes) -> Optional[Summary]:
                 name = _save_name(st.value)
                 if name is not None and re.search(r"\.(?:pth|pt|ckpt|pkl|bin|tar)$", name):
                     s.checkpoint_paths.append([st.targets[0].id, name])
+    if b"is_available" in source or b"device_count" in source:
+        s.gpu_decorators = _gpu_decorators(funcs)
     if _KERNEL_DEF.search(source) is not None and TRITON_INTERPRETER.search(source) is None:
         s.kernel_functions = _kernel_functions(funcs)  # (unless Triton's CPU interpreter runs them)
     if raw_saves:
@@ -1387,6 +1396,57 @@ def summarize(source: bytes) -> Optional[Summary]:
 TRITON_INTERPRETER = lazyre.compile(rb"""^[ \t]*[^#\n]*TRITON_INTERPRET["'][ \t]*(?:\][ \t]*=|,)[ \t]*["']?1""", re.M)
 # a GPU kernel defined in the module: `@triton.jit` (also `@triton.autotune(...)`), `@helion.kernel`
 _KERNEL_DEF = lazyre.compile(rb"@[ \t]*(?:triton\.(?:jit|autotune|heuristics)|helion\.kernel)\b")
+
+
+def _gpu_decorators(funcs: list) -> list:
+    """Summary.gpu_decorators: top-level ``def deco(func)`` that return an inner function calling
+    ``func`` only where CUDA is usable: under ``if torch.cuda.is_available():`` (or a
+    ``device_count()`` test), or after ``if not torch.cuda.is_available(): return`` (a skip)."""
+    out = []
+    for fn in funcs:
+        params = [a.arg for a in fn.args.args]
+        if len(params) != 1:
+            continue
+        inner = {d.name: d for d in fn.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        returned = [st.value.id for st in fn.body if isinstance(st, ast.Return) and isinstance(st.value, ast.Name)]
+        if len(returned) == 1 and returned[0] in inner and _calls_only_with_cuda(inner[returned[0]].body, params[0]):
+            out.append(fn.name)
+    return sorted(out)
+
+
+def _availability_test(test: ast.AST) -> int:
+    """+1 for ``torch.cuda.is_available()`` / ``torch.cuda.device_count() [> 0]``, -1 for its ``not``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return -_availability_test(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE)):
+        test = test.left
+    if isinstance(test, ast.Call) and (_dotted(test.func) or "").endswith(("cuda.is_available", "cuda.device_count")):
+        return 1
+    return 0
+
+
+def _calls_only_with_cuda(body: list, func: str) -> bool:
+    """Every call of ``func`` in ``body`` runs only where CUDA is usable, and there is one."""
+    calls = 0
+    for st in body:
+        if isinstance(st, ast.If):
+            pol = _availability_test(st.test)
+            guarded, other = (st.body, st.orelse) if pol == 1 else (st.orelse, st.body) if pol == -1 else ([], [])
+            if pol == -1 and st.body and isinstance(st.body[-1], (ast.Return, ast.Raise)):
+                return calls == 0 and _calls(body[body.index(st) + 1:], func) > 0  # a skip: the rest is guarded
+            if pol != 0:
+                if _calls(other, func):
+                    return False
+                calls += _calls(guarded, func)
+                continue
+        if _calls([st], func):
+            return False
+    return calls > 0
+
+
+def _calls(stmts: list, func: str) -> int:
+    return sum(1 for st in stmts for n in ast.walk(st)
+               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == func)
 
 
 def _kernel_functions(funcs: list) -> list:
@@ -2764,6 +2824,10 @@ class ProjectIndex:
             if need_cuda else set()
         kernel_functions = self._imported_functions(source, imported, (b"triton", b"helion"), "kernel_functions") \
             if need_cuda else set()
+        # decorators that run what they wrap only with CUDA: the file's own and the project's
+        gpu_decorators = (set(own.gpu_decorators) | self._imported_functions(
+            source, imported, (b"is_available", b"device_count"), "gpu_decorators", called=False)) \
+            if need_cuda and b"@" in source else set()
         checks = self._imported_functions(source, imported, (b"is_initialized",), "dist_checks") \
             if need_cuda and b"dist" in source else set()
         cuda_only = False
@@ -2881,7 +2945,8 @@ class ProjectIndex:
                             gpu_wrappers=self._gpu_wrappers(source, imported) if need_cuda and b".module." in source
                             else frozenset(),
                             host_blobs=self._host_blobs(source) if need_ckpt else frozenset(),
-                            kernel_functions=frozenset(kernel_functions))
+                            kernel_functions=frozenset(kernel_functions),
+                            gpu_decorators=frozenset(gpu_decorators))
 
     def _host_blobs(self, source: bytes) -> frozenset:
         """``ProjectFacts.host_blobs``: of the checkpoint names the file spells in string

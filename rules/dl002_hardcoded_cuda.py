@@ -67,6 +67,11 @@ class HardcodedCuda(Rule):
     the CPU), a function that imports a CUDA-only package or skips without one (`try: import
     flash_attn` / `except ImportError: pytest.skip(...)`), and for a `device="cuda"` default
     that every call in the file overrides or that the code reads only where CUDA is usable.
+    Also silent in a function decorated with a decorator of the file or the project whose wrapper
+    calls it only where CUDA is usable (`if torch.cuda.is_available(): return func(*args)`), in a
+    branch a literal switches off (`if False:`, `if cond and False:`, `a if False else b`), and in
+    a notebook's settings section (code cells of assignments under a markdown heading such as
+    "Settings", "Config" or "Hyperparameters": the reader edits them before running the rest).
     A file or function *name* (`train_gpu.py`, `def to_gpu`) guards nothing.
 
     ## Why is this bad?
@@ -107,6 +112,11 @@ class HardcodedCuda(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a decorator of the file that runs the test only where CUDA is usable
+        "import torch\ndef run_if_cuda(func):\n    def wrapped(*args):\n        if torch.cuda.is_available():\n"
+        "            return func(*args)\n    return wrapped\n@run_if_cuda\ndef test_f():\n    torch.ones(2).cuda()\n",
+        # a branch switched off by hand
+        "import torch\ndef f(x):\n    if 0:\n        x = x.cuda()\n    return x\n",
         # a test that wants the call to fail: the error is what it checks
         "import pytest\nimport torch\n\ndef test_bad_device():\n    with pytest.raises(RuntimeError):\n"
         "        torch.zeros(2, device=\"cuda:99\")\n",

@@ -145,6 +145,40 @@ def test_a_dataset_deriving_the_projects_dataset_base_in_another_file(tmp_path, 
     assert (("torch_things/patches.py", 9, "DL005") in found) is reported, found
 
 
+GUARDING_DECORATOR = ("import torch\n\n\ndef run_if_cuda(func):\n    def wrapped(*args, **kwargs):\n"
+                      "        if torch.cuda.is_available():\n            return func(*args, **kwargs)\n"
+                      "        return None\n\n    return wrapped\n")
+SKIPPING_DECORATOR = ("import torch\n\n\ndef gpu_test(func):\n    def wrapped(*args):\n"
+                      "        if not torch.cuda.is_available():\n            return\n"
+                      "        return func(*args)\n\n    return wrapped\n")
+# a decorator that runs the function whatever the machine, only logging which device it has
+LOGGING_DECORATOR = ("import torch\n\n\ndef run_if_cuda(func):\n    def wrapped(*args, **kwargs):\n"
+                     "        if torch.cuda.is_available():\n            print('on a GPU')\n"
+                     "        return func(*args, **kwargs)\n\n    return wrapped\n")
+DECORATED_TEST = ("import unittest\nimport torch\nfrom helpers import {name}\n\n\nclass T(unittest.TestCase):\n"
+                  "    @{name}\n    def test_fps(self):\n        pos = torch.randn(8, 3).cuda()\n"
+                  "        self.assertEqual(pos.shape[0], 8)\n")
+
+
+@pytest.mark.parametrize("helper, name, reported", [
+    (GUARDING_DECORATOR, "run_if_cuda", False),
+    (SKIPPING_DECORATOR, "gpu_test", False),
+    (LOGGING_DECORATOR, "run_if_cuda", True),
+])
+def test_a_project_decorator_that_runs_its_function_only_with_cuda(tmp_path, monkeypatch, helper, name, reported):
+    write(tmp_path, {"helpers.py": helper, "test_fps.py": DECORATED_TEST.format(name=name)})
+    found = lint(tmp_path, monkeypatch, "test_fps.py")
+    assert (("test_fps.py", 9, "DL002") in found) is reported, found
+
+
+def test_a_decorator_of_the_same_file_that_runs_its_function_only_with_cuda(tmp_path, monkeypatch):
+    body = DECORATED_TEST.format(name="run_if_cuda").replace("from helpers import run_if_cuda\n", "")
+    write(tmp_path, {"test_fps.py": GUARDING_DECORATOR + "\n\n" + body})
+    assert [f for f in lint(tmp_path, monkeypatch, "test_fps.py") if f[2] == "DL002"] == []
+    write(tmp_path, {"test_fps.py": LOGGING_DECORATOR + "\n\n" + body})
+    assert [f[2] for f in lint(tmp_path, monkeypatch, "test_fps.py")].count("DL002") == 1
+
+
 def test_checkpoint_written_from_the_gpu_by_another_script(tmp_path, monkeypatch):
     write(tmp_path, {"train.py": SAVES_DEVICE, "eval.py": LOADS})
     assert ("eval.py", 5, "DL005") in lint(tmp_path, monkeypatch, "eval.py")

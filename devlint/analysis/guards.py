@@ -712,8 +712,8 @@ def is_gpu_mark(facts, expr: cst.BaseExpression, marks: Optional[set] = None) ->
         return False
     if marks is None:
         marks = model(facts).gpu_marks
-    if name in marks:
-        return True
+    if name in marks or name in facts.project.gpu_decorators:
+        return True  # (a decorator of the project whose wrapper calls the function only with CUDA)
     last = name.rsplit(".", 1)[-1]
     q = facts.qualname(call.func if call is not None else expr)
     origin = q.rsplit(".", 1)[-1] if q else last  # `from helpers import requires_cuda as rc`
@@ -735,6 +735,58 @@ def is_gpu_mark(facts, expr: cst.BaseExpression, marks: Optional[set] = None) ->
             pol = guard_polarity(facts, a.value)
             return pol == (-1 if low in _SKIP_IF else 1)
     return False
+
+
+def _runs_wrapped_only_with_cuda(facts, fn: cst.FunctionDef) -> bool:
+    """``def deco(func)`` returning an inner function that calls ``func`` only where CUDA is usable:
+    under an availability check, or after one that returns or raises without CUDA (a skip). The
+    project index reads other modules' decorators the same way (``Summary.gpu_decorators``)."""
+    params = fn.params.params
+    if len(params) != 1 or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
+            or not isinstance(fn.body, cst.IndentedBlock):
+        return False
+    func = params[0].name.value
+    inner = {d.name.value: d for d in fn.body.body if isinstance(d, cst.FunctionDef)}
+    returned = [s.value.value for st in fn.body.body if isinstance(st, cst.SimpleStatementLine)
+                for s in st.body if isinstance(s, cst.Return) and isinstance(s.value, cst.Name)]
+    if len(returned) != 1 or returned[0] not in inner or not isinstance(inner[returned[0]].body, cst.IndentedBlock):
+        return False
+    body = list(inner[returned[0]].body.body)
+    calls = 0
+    for i, st in enumerate(body):
+        if isinstance(st, cst.If):
+            pol = _availability_check(facts, st.test)
+            orelse = st.orelse.body if isinstance(st.orelse, cst.Else) else st.orelse
+            if pol == -1 and ends_with_exit(st.body):
+                return calls == 0 and _calls_name(body[i + 1:], func) > 0  # a skip: the rest is guarded
+            if pol != 0:
+                guarded, other = (st.body, orelse) if pol == 1 else (orelse, st.body)
+                if other is not None and _calls_name([other], func):
+                    return False
+                calls += _calls_name([guarded], func) if guarded is not None else 0
+                continue
+        if _calls_name([st], func):
+            return False
+    return calls > 0
+
+
+def _availability_check(facts, test: cst.BaseExpression) -> int:
+    """+1 for ``torch.cuda.is_available()`` / ``torch.cuda.device_count() [> 0]``, -1 for its ``not``
+    (read while the guard model is being built: no question that needs the model)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return -_availability_check(facts, test.expression)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(
+            test.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        test = test.left
+    if isinstance(test, cst.Call) and facts.qualname(test.func) in ("torch.cuda.is_available",
+                                                                     "torch.cuda.device_count"):
+        return 1
+    return 0
+
+
+def _calls_name(stmts, func: str) -> int:
+    return sum(1 for st in stmts for n in nodes(st)
+               if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == func)
 
 
 def decorator_guards(facts, node) -> bool:
@@ -1270,6 +1322,8 @@ class GuardModel:
                             self.gpu_marks.add(name)
             elif isinstance(stmt, cst.FunctionDef):
                 funcs.append((stmt.name.value, stmt, None))
+                if _runs_wrapped_only_with_cuda(f, stmt):
+                    self.gpu_marks.add(stmt.name.value)  # a decorator of the file that skips without CUDA
             elif isinstance(stmt, cst.ClassDef):
                 classes.append(stmt)
                 for m in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
