@@ -1391,6 +1391,8 @@ def summarize(source: bytes) -> Optional[Summary]:
     return s
 
 
+# a decorator line's name: `@run_if_cuda`, `@helpers.run_if_cuda(...)`
+_DECORATOR = lazyre.compile(rb"\n[ \t]*@[ \t]*([A-Za-z_][\w.]*)")
 # `os.environ["TRITON_INTERPRET"] = "1"` (or `setdefault("TRITON_INTERPRET", "1")`) on a line that is
 # no comment: Triton runs the module's kernels in its CPU interpreter, on host tensors
 TRITON_INTERPRETER = lazyre.compile(rb"""^[ \t]*[^#\n]*TRITON_INTERPRET["'][ \t]*(?:\][ \t]*=|,)[ \t]*["']?1""", re.M)
@@ -2825,9 +2827,15 @@ class ProjectIndex:
         kernel_functions = self._imported_functions(source, imported, (b"triton", b"helion"), "kernel_functions") \
             if need_cuda else set()
         # decorators that run what they wrap only with CUDA: the file's own and the project's
-        gpu_decorators = (set(own.gpu_decorators) | self._imported_functions(
-            source, imported, (b"is_available", b"device_count"), "gpu_decorators", called=False)) \
-            if need_cuda and b"@" in source else set()
+        decorators = {d.decode() for d in _DECORATOR.findall(b"\n" + source)} if need_cuda and b"@" in source else set()
+        gpu_decorators = set()
+        if decorators:  # (only the modules whose names the file uses as decorators are read)
+            used = [(t, names) for t, names in imported if names is None
+                    or any((a or n) in decorators for n, a in names)]
+            gpu_decorators = self._imported_functions(source, used, (b"is_available", b"device_count"),
+                                                      "gpu_decorators", called=False)
+            gpu_decorators = {d for d in gpu_decorators if d in decorators} | {
+                d for d in decorators if d.rsplit(".", 1)[-1] in gpu_decorators and "." in d}
         checks = self._imported_functions(source, imported, (b"is_initialized",), "dist_checks") \
             if need_cuda and b"dist" in source else set()
         cuda_only = False

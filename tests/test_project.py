@@ -171,6 +171,15 @@ def test_a_project_decorator_that_runs_its_function_only_with_cuda(tmp_path, mon
     assert (("test_fps.py", 9, "DL002") in found) is reported, found
 
 
+def test_a_project_decorator_read_through_its_module_name(tmp_path, monkeypatch):
+    test = (DECORATED_TEST.format(name="helpers.run_if_cuda")
+            .replace("from helpers import helpers.run_if_cuda", "import helpers"))
+    write(tmp_path, {"helpers.py": GUARDING_DECORATOR, "test_fps.py": test})
+    assert [f for f in lint(tmp_path, monkeypatch, "test_fps.py") if f[2] == "DL002"] == []
+    write(tmp_path, {"helpers.py": LOGGING_DECORATOR})
+    assert ("test_fps.py", 9, "DL002") in lint(tmp_path, monkeypatch, "test_fps.py")
+
+
 def test_a_decorator_of_the_same_file_that_runs_its_function_only_with_cuda(tmp_path, monkeypatch):
     body = DECORATED_TEST.format(name="run_if_cuda").replace("from helpers import run_if_cuda\n", "")
     write(tmp_path, {"test_fps.py": GUARDING_DECORATOR + "\n\n" + body})
