@@ -115,6 +115,9 @@ class HardcodedCuda(Rule):
         # a decorator of the file that runs the test only where CUDA is usable
         "import torch\ndef run_if_cuda(func):\n    def wrapped(*args):\n        if torch.cuda.is_available():\n"
         "            return func(*args)\n    return wrapped\n@run_if_cuda\ndef test_f():\n    torch.ones(2).cuda()\n",
+        # a torch-compatible package's own availability check guards like torch's
+        "import torch_1k as torch\ndef test_cuda_if_available():\n    if not torch.cuda.is_available():\n"
+        "        return\n    x = torch.tensor([1.0], device='cuda')\n",
         # a branch switched off by hand
         "import torch\ndef f(x):\n    if 0:\n        x = x.cuda()\n    return x\n",
         # a test that wants the call to fail: the error is what it checks

@@ -4,7 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import is_test_module
+from devlint.analysis.checkpoints import host_script, is_test_module
 from devlint.analysis.values import sets_default_device
 from devlint.callargs import factory_takes_device, has_double_star, keyword, with_keyword
 from devlint.analysis.hostflow import declares_host, ends_placed
@@ -152,6 +152,11 @@ class FactoryWithoutDevice(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # a training script that never names a device: its module runs on the host, where it is built
+        "import torch\nfrom torch import nn\nclass RNN(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.rnn = nn.RNN(4, 8)\n    def forward(self, x):\n"
+        "        h0 = torch.zeros(1, x.size(1), 8)\n        return self.rnn(x, h0)\n"
+        "model = RNN()\nfor step in range(3):\n    out, _ = model(torch.randn(5, 2, 4))\n",
         # a cache filled when missing and moved by the branch that fills it: not built every call
         "import torch\nfrom torch import nn\nclass G(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.lin = nn.Linear(4, 4)\n        self.edges = None\n"
@@ -415,6 +420,7 @@ class FactoryWithoutDevice(Rule):
         self._attr_use: dict = {}  # method -> names used as `name.shape` & co
         self._pending: list = []
         self._not_body = 0  # inside parameter defaults / decorators: evaluated once, at def time
+        self._host_script: Optional[bool] = None  # a script that never names a device (asked once)
         self._test: Optional[bool] = None  # the file is a module of a test suite (asked lazily)
 
     def _test_suite(self) -> bool:
@@ -497,6 +503,10 @@ class FactoryWithoutDevice(Rule):
         factory = q[len("torch."):]
         if sets_default_device(self.facts):
             return  # `torch.set_default_device(device)`: factories allocate there
+        if self._host_script is None:
+            self._host_script = host_script(self.facts, self.ctx.module, self.ctx.filename)
+        if self._host_script:
+            return  # a script that never names a device runs its modules where they are built: the host
         if factory not in DEVICE_LESS_FACTORIES or node in self._exempt:
             return
         if has_double_star(node) or any(keyword(node, k) is not None for k in ("device", "out", "generator")):

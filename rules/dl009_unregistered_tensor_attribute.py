@@ -6,8 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.checkpoints import is_library_module, is_test_file
-from devlint.analysis.usage import may_touch_device
+from devlint.analysis.checkpoints import host_script
 from devlint.facts import TENSOR_FUNCS, TENSOR_METHODS, dotted, is_module_base, string_value
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.syntax import bound_names
@@ -348,8 +347,7 @@ class UnregisteredTensorAttribute(Rule):
         """A script (it runs work at its top or under `__main__`, and no project module imports
         it, `devlint.project`) that never names a device, `.cuda`, `.to(` or a launcher: nothing
         moves its modules, so no attribute is left behind by a move."""
-        return (not may_touch_device(self.facts.source) and not is_library_module(self.ctx.module)
-                and not is_test_file(self.ctx.filename) and not self.facts.project.imported)
+        return host_script(self.facts, self.ctx.module, self.ctx.filename)
 
     def _self_name(self) -> Optional[str]:
         m = self.t.method

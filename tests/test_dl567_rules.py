@@ -371,3 +371,34 @@ class Attn(nn.Module):
     assert codes_at(src, "DL006") == []
     mixed = src.replace("rel[:, :, :, 0] = ind", "rel = rel + x.sum()")
     assert codes_at(mixed, "DL006") == [(7, "DL006")]
+
+
+HOST_SCRIPT = """\
+import torch
+from torch import nn
+
+
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(4, 8)
+
+    def forward(self, x):
+        h0 = torch.zeros(1, x.size(1), 8)
+        return self.rnn(x, h0)
+
+
+model = RNN(){move}
+for step in range(3):
+    out, _ = model(torch.randn(5, 2, 4){move})
+"""
+
+
+@pytest.mark.parametrize("move, found", [
+    # a script that never names a device runs its module on the host: the factory is right there
+    ("", []),
+    # the same script moving the module to the GPU leaves the hidden state behind
+    (".cuda()", [(11, "DL006")]),
+])
+def test_dl006_in_a_script_that_never_names_a_device(move, found):
+    assert codes_at(HOST_SCRIPT.format(move=move), "DL006") == found

@@ -32,6 +32,7 @@ from devlint import lazyre
 from devlint.facts import call_arg, dotted
 from devlint.project import DATASET_NAMES, name_template, same_file
 from devlint.syntax import bound_names, names_read
+from devlint.analysis.usage import may_touch_device
 from devlint.walk import children, nodes, visit_batched
 
 BUFFER_KEY = "buffer:"  # the in-memory buffers a file pickles into and reads back
@@ -771,6 +772,14 @@ def is_library_module(module: cst.Module) -> bool:
                     if not d.startswith(("typing.", "TypeVar", "logging.", "getLogger", "namedtuple", "collections.")):
                         return False
     return True
+
+
+def host_script(facts, module: cst.Module, filename: str) -> bool:
+    """A script (it runs work at its top or under ``__main__``, and no project module imports it,
+    ``devlint.project``) that never names a device, ``.cuda``, ``.to(`` or a launcher: nothing
+    moves its modules or tensors, so they run where they are built, on the host (DL006, DL009)."""
+    return (not may_touch_device(facts.source) and not is_library_module(module)
+            and not is_test_file(filename) and not facts.project.imported)
 
 
 def is_test_file(filename: str) -> bool:

@@ -170,6 +170,8 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
         q = facts.qualname(test.func)
         if q in ("torch.cuda.is_available", "torch.cuda.is_initialized", "torch.cuda.device_count"):
             return 1
+        if (q or dotted(test.func) or "").endswith((".cuda.is_available", ".cuda.device_count")):
+            return 1  # a torch-compatible package's or CUDA binding's own check (`cupy.cuda.is_available()`)
         if q is None and not test.args:
             name = _callee(test)
             returned = _answering_functions(facts).get(name)
