@@ -69,8 +69,11 @@ class LoadWithoutMapLocation(Rule):
     that has no device variable and names no GPU at all: everything else it makes
     lives on the host, and a loaded module on the GPU would be fed host inputs.
     Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`;
-    a literal path written from a model never moved to a device) and loads in a
-    dataset class (a cache of host data) are not flagged: there is nothing to map
+    a literal path written from a model never moved to a device), the cache idiom
+    (`if os.path.isfile(p): x = torch.load(p)` whose other branch builds the value on the host and
+    saves it to `p`, also when another module loads that file), and loads in a dataset class (a
+    cache of host data; a class deriving the project's own dataset base in another file is one)
+    are not flagged: there is nothing to map
     (facts: `devlint/analysis/checkpoints.py`). Another script of the project counts the
     same way when it saves the file under the name the load spells, a formatted name
     matched as a template (`'{}/utt2embedding.pt'.format(args.dir)` saved,
