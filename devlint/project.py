@@ -2597,28 +2597,35 @@ class ProjectIndex:
             return frozenset()
         return frozenset(b for b in _project_bases(source, imports) if self._gpu_class(path, b))
 
-    def _gpu_class(self, path: str, spelled: str, depth: int = 5) -> bool:
-        """The class ``spelled`` as seen from ``path`` (or one of its project bases) wraps its
-        model in ``DistributedDataParallel(..., device_ids=...)`` unconditionally in a method."""
+    def _class_holds(self, path: str, spelled: str, found, depth: int = 5) -> bool:
+        """``found(path, name, info, depth)`` for the class ``spelled`` as seen from ``path``:
+        asked of the module that defines it, reached through the imports that bring it in (a
+        module's attribute, a name, a package re-exporting a module's names)."""
         if depth <= 0:
             return False
         classes, _aliases = self._class_info(path)
         head, _, rest = spelled.partition(".")
         if not rest and spelled in classes:
-            info = classes[spelled]
-            return info.gpu or any(b != spelled and self._gpu_class(path, b, depth - 1) for b in info.bases)
+            return found(path, spelled, classes[spelled], depth)
         for target, names in self.imports(path):
             if names is None:
                 stem = os.path.splitext(os.path.basename(target))[0]
                 if rest and "." not in rest and stem == head:
-                    return self._gpu_class(target, rest, depth - 1)
-                if not rest and os.path.basename(path) == "__init__.py" and self._gpu_class(target, spelled, depth - 1):
+                    return self._class_holds(target, rest, found, depth - 1)
+                if (not rest and os.path.basename(path) == "__init__.py"
+                        and self._class_holds(target, spelled, found, depth - 1)):
                     return True  # a package re-exporting a module's names (`from .base import *`)
                 continue
             for n, a in names:
                 if (a or n) == spelled:
-                    return self._gpu_class(target, n, depth - 1)
+                    return self._class_holds(target, n, found, depth - 1)
         return False
+
+    def _gpu_class(self, path: str, spelled: str, depth: int = 5) -> bool:
+        """The class ``spelled`` as seen from ``path`` (or one of its project bases) wraps its
+        model in ``DistributedDataParallel(..., device_ids=...)`` unconditionally in a method."""
+        return self._class_holds(path, spelled, lambda p, name, info, d: info.gpu or any(
+            b != name and self._gpu_class(p, b, d - 1) for b in info.bases), depth)
 
     def _dataset_bases(self, path: str, source: bytes, imports: list) -> frozenset:
         """The bases of the file's classes that are project datasets (ProjectFacts.dataset_bases)."""
@@ -2629,26 +2636,11 @@ class ProjectIndex:
     def _dataset_class(self, path: str, spelled: str, depth: int = 5) -> bool:
         """The class ``spelled`` as seen from ``path`` is a dataset: one of its bases, or of its
         project bases', is named as datasets are (``Dataset``, ``InMemoryDataset``, ``DataModule``)."""
-        if depth <= 0:
-            return False
-        classes, _aliases = self._class_info(path)
-        head, _, rest = spelled.partition(".")
-        if not rest and spelled in classes:
-            bases = [b for b in classes[spelled].bases if b != spelled]
+        def found(p, name, info, d):
+            bases = [b for b in info.bases if b != name]
             return any(b.rsplit(".", 1)[-1].endswith(DATASET_NAMES) for b in bases) or any(
-                self._dataset_class(path, b, depth - 1) for b in bases)
-        for target, names in self.imports(path):
-            if names is None:
-                stem = os.path.splitext(os.path.basename(target))[0]
-                if rest and "." not in rest and stem == head:
-                    return self._dataset_class(target, rest, depth - 1)
-                if not rest and os.path.basename(path) == "__init__.py" and self._dataset_class(target, spelled, depth - 1):
-                    return True  # a package re-exporting a module's names (`from .base import *`)
-                continue
-            for n, a in names:
-                if (a or n) == spelled:
-                    return self._dataset_class(target, n, depth - 1)
-        return False
+                self._dataset_class(p, b, d - 1) for b in bases)
+        return self._class_holds(path, spelled, found, depth)
 
     def _stateless_class(self, path: str, spelled: str, depth: int = 5) -> bool:
         """The class ``spelled`` as seen from ``path`` is an nn.Module with no parameter, buffer

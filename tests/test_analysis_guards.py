@@ -44,7 +44,10 @@ def cls(facts, name: str) -> cst.ClassDef:
 @pytest.mark.parametrize("test,want", [
     ("torch.cuda.is_available()", 1),
     ("not torch.cuda.is_available()", -1),
-    ("T.cuda.is_available()", 0),  # `T` is not an alias in this file
+    # any package's own CUDA check asks the same question (`import torch_1k as T`, `cupy`)
+    ("T.cuda.is_available()", 1),
+    ("T.mps.is_available()", 0),
+    ("T.is_available()", 0),
     ("use_cuda", 1),  # assigned from is_available()
     ("args.cuda and torch.cuda.is_available()", 1),
     ("args.no_cuda", -1),
