@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
@@ -341,6 +342,20 @@ def _checks_cuda_inputs(cpp: bytes) -> bool:
 _FFI_EXTENSION = lazyre.compile(rb"""create_extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
 _FFI_NO_CPU_SOURCE = lazyre.compile(rb"^sources[ \t]*=[ \t]*\[[ \t]*\][ \t]*$", re.M)
 _FFI_RAISES_WITHOUT_CUDA = lazyre.compile(rb"^else[ \t]*:[ \t]*\n[ \t]+raise\b", re.M)
+# packages no project's setup.py builds: the standard library's and torch's own
+_NEVER_BUILT = frozenset(sys.stdlib_module_names) | {"torch", "__future__"}
+
+
+@functools.lru_cache(maxsize=None)
+def _installed_python(name: str) -> bool:
+    """Python finds a top-level ``name`` installed as Python source (its spec's origin a ``.py``
+    file), without importing it: a package, not a compiled extension."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return False
+    return spec is not None and isinstance(spec.origin, str) and spec.origin.endswith(".py")
 _IMPORT_AS = lazyre.compile(rb"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
 _FROM_IMPORT = lazyre.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
 # `_backend = load(name="_raymarching", sources=[...".cu"])` at a module's top
@@ -1744,6 +1759,7 @@ class ProjectIndex:
         self._recs: list = []  # dependency sets being recorded (innermost last)
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
+        self._large = False  # more Python files than _WHOLE_PROJECT_FILES (_large_project)
         self._exts: frozenset = frozenset()  # CUDA extensions the project's setup.py files build
         self._placing_memo: dict = {}  # (path, text hash) -> its definitions that place values
         self._module_files: dict = {}  # (base, dotted name) -> (run, module file, stamps read)
@@ -2167,8 +2183,28 @@ class ProjectIndex:
         return (self._names_cuda_only(path, tops) or _compiles_cuda_at_import(text),
                 [t for t, _n in self._imports(path, Summary(imports=tops))])
 
+    def _may_import_extension(self, path: str, spelled: list) -> bool:
+        """Whether an import among ``spelled`` (``[module, level, names]``) may load a compiled
+        extension the project builds: one that names neither the standard library nor torch,
+        nor a Python module of the project (a module file, or a package whose imported names
+        are its Python submodules). Where none may, the project's ``setup.py`` files, found by
+        listing the whole tree, are not read: a one-file run of a large tree stays cheap."""
+        for module, level, names in spelled:
+            if not level and module.split(".")[0] in _NEVER_BUILT:
+                continue
+            if not level and not self._imports(path, Summary(imports=[[module.split(".")[0], 0, []]])) \
+                    and _installed_python(module.split(".")[0]):
+                continue  # a Python package installed from elsewhere (numpy): no build of this project
+            for one in ([[n, a]] for n, a in names) if names else [[]]:
+                got = self._imports(path, Summary(imports=[[module, level, one]]))
+                # a submodule, a module file's own name, or the module itself: Python, not built
+                if not got or any(left and t.endswith("__init__.py") and left != (("*", None),)
+                                  for t, left in got):
+                    return True
+        return False
+
     def _names_cuda_only(self, path: str, tops: list) -> bool:
-        built = None
+        built = None if self._may_import_extension(path, tops) else frozenset()
         for module, level, names in tops:
             if level:  # `from ._ext import nms`: a built extension's full name, no project module
                 if names and module:
@@ -2192,10 +2228,10 @@ class ProjectIndex:
                 return True  # `import causal_conv1d_cuda`: a compiled extension from elsewhere
         return False
 
-    def _extensions_named(self, source: bytes, imported: list) -> frozenset:
+    def _extensions_named(self, path: str, source: bytes, imported: list) -> frozenset:
         """The names this file gives compiled CUDA extensions of the project (ProjectFacts.extensions)."""
         out = set()
-        if b"import" in source:
+        if b"import" in source and self._may_import_extension(path, _text_imports(source)):
             built = self._built_extensions()
             if built:
                 for m in _IMPORT_AS.finditer(source):
@@ -2241,6 +2277,31 @@ class ProjectIndex:
         self._files = self._recorded(key, self._walk_files)
         self._checked[key] = _RUN[0]
         return self._files
+
+    def _large_project(self) -> bool:
+        """More than ``_WHOLE_PROJECT_FILES`` Python files under the root (a library, whose users
+        are mostly elsewhere). Where the tree is not listed yet, a walk counts them and stops
+        there: what it did not visit cannot make the answer no."""
+        if self._unchanged(("project files",)):
+            self._replay(("project files",))
+            return len(self._files) > _WHOLE_PROJECT_FILES
+        key = ("large project",)
+        if self._unchanged(key):
+            self._replay(key)
+            return self._large
+        self._large = self._recorded(key, self._count_files)
+        self._checked[key] = _RUN[0]
+        return self._large
+
+    def _count_files(self) -> bool:
+        n = 0
+        for d, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
+            self._note(d, _stamp(d))
+            n += sum(1 for f in files if f.endswith(".py"))
+            if n > _WHOLE_PROJECT_FILES:
+                return True
+        return False
 
     def _unchanged(self, key) -> bool:
         """The listing memoised under ``key`` still stands: checked in this run already, or no
@@ -2397,7 +2458,7 @@ class ProjectIndex:
                 wanted.append(head.group(1).decode())
         # (a class naming CUDA is among `wanted` already: its methods cost no further reads)
         methods = _cuda_methods(source, tops) if wanted else []
-        if not (wanted or methods) or len(self._project_files()) > _WHOLE_PROJECT_FILES:
+        if not (wanted or methods) or self._large_project():
             return frozenset()
         public = _quoted_in_all(source)
         out = {n for n in wanted if n not in public and self._only_cuda_uses(path, n, 3)}
@@ -2809,7 +2870,7 @@ class ProjectIndex:
                 module_bases or defaults_reached or stateless or placing or loader_params or applied
                 or reused) else NONE
         imported = self.imports(path, own) if imported is None else imported
-        extensions = self._extensions_named(source, imported) if need_cuda else frozenset()
+        extensions = self._extensions_named(path, source, imported) if need_cuda else frozenset()
         tensor_functions = self._imported_functions(source, imported, (b"return",), "tensor_returns",
                                                     called=False) if need_tensor else set()
         # a module that never checks for CUDA has no function that requires it; nor can a

@@ -616,6 +616,42 @@ def test_a_file_importing_a_cuda_extension_the_project_builds_is_cuda_only(tmp_p
     assert ("kernels/unit_test.py", 5, "DL002") in lint(tmp_path, monkeypatch)
 
 
+def test_an_extension_in_a_project_package_is_found_beside_python_imports(tmp_path, monkeypatch):
+    """`from ops import nms_cuda`, where `ops/` is a package of the project and its setup.py
+    builds `ops.nms_cuda`: the name is no Python submodule, so the file is CUDA-only even though
+    its other imports (the standard library, torch, numpy, a sibling module) are plain Python.
+    Trap: `from ops import nms` naming a Python submodule keeps the finding."""
+    body = ("import os\nimport numpy as np\nimport torch\nimport helpers\nfrom ops import {}\n\n"
+            "x = torch.randn(2, 3)\nx = x.cuda()\nprint(x, helpers, np, os)\n")
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "setup(name='ops', ext_modules=[CUDAExtension('ops.nms_cuda', ['ops/nms.cu'])])\n")
+    write(tmp_path, {"pyproject.toml": "", "setup.py": setup, "ops/__init__.py": "", "ops/nms.py": "",
+                     "helpers.py": "import torch\n", "run.py": body.format("nms_cuda")})
+    assert ("run.py", 8, "DL002") not in lint(tmp_path, monkeypatch, "run.py")
+    write(tmp_path, {"run.py": body.format("nms")})
+    assert ("run.py", 8, "DL002") in lint(tmp_path, monkeypatch, "run.py")
+
+
+def test_a_file_importing_only_python_modules_reads_no_setup_py(tmp_path, monkeypatch):
+    """A one-file run (the pre-commit hook's) of a module whose imports are the standard
+    library, torch, installed Python packages and the project's own modules does not look for
+    the extensions the project builds (a listing of the whole tree and a read of every
+    setup.py, the largest part of a one-file run in a large library). A file importing
+    something that may be a compiled extension does look."""
+    read = []
+    real = ProjectIndex._built_extensions
+    monkeypatch.setattr(ProjectIndex, "_built_extensions", lambda self: read.append(self.root) or real(self))
+    body = ("import os\nfrom typing import Any\nimport click\nimport torch\nfrom .helpers import scale\n\n"
+            "x = torch.ones(2)\nx = scale(x.cuda())\nprint(os, Any, click, x)\n")
+    write(tmp_path, {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/helpers.py": "def scale(x):\n    return x\n",
+                     "pkg/run.py": body, "setup.py": "from setuptools import setup\nsetup(name='pkg')\n"})
+    assert lint(tmp_path, monkeypatch, "pkg/run.py") == [("pkg/run.py", 8, "DL002")]
+    assert read == []
+    write(tmp_path, {"pkg/run.py": body.replace("import click\n", "import window_process as click\n")})
+    assert lint(tmp_path, monkeypatch, "pkg/run.py") == [("pkg/run.py", 8, "DL002")]
+    assert read != []
+
+
 PLACES = ("import torch\n\ndef to_var(x):\n    if torch.cuda.is_available():\n        x = x.cuda()\n    return x\n")
 WRAPS = ("import torch\n\ndef to_var(x):\n    return x.float()\n")
 FEEDS = ("import torch\nfrom torch import nn\nimport helpers\n\nmodel = nn.Linear(4, 2)\nhelpers.to_var(model)\n"
