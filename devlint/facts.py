@@ -511,6 +511,8 @@ class ContextTracker(BatchableCSTVisitor):
         self.suites = 0  # one-line suites entered (`if c: assert x`): no block of their own
         self.closer = _Closer(self)
         self._polarity: dict = {}  # test node -> guard_polarity (facts are fixed by now)
+        self._path: list = []  # (test, 1 / -1): the enclosing `if` branches, outermost first
+        self._entered: list = []  # whether each of them raised guard_depth
 
     def get_visitors(self):
         return {k: getattr(self, k) for k in visitor_names(type(self)) if k.startswith("visit_")}
@@ -609,8 +611,10 @@ class ContextTracker(BatchableCSTVisitor):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.statement = node
         self.seen_statements.add(node)
-        if node in self.guards.settings_statements:
-            self.guard_depth += 1  # a notebook's settings cell: the reader's choice, as a flag is
+        if node in self.guards.settings_statements or node in self.guards.asserted_queries:
+            # a notebook's settings cell: the reader's choice, as a flag is; a query of the GPU's
+            # name or capability that the next statement asserts on: part of that requirement
+            self.guard_depth += 1
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
         self.seen_statements.add(node)
@@ -660,17 +664,32 @@ class ContextTracker(BatchableCSTVisitor):
         if self.polarity(test) == want or guards.literal_truth(test) == -want:
             self.guard_depth -= 1
 
+    def _enter_if(self, test, want: int) -> None:
+        guarded = self.polarity(test) == want or guards.literal_truth(test) == -want
+        if not guarded and self._path:
+            # `if not cuda and not mps: ... elif mps: ... else: model.cuda()`: by elimination
+            guarded = guards.path_implies_cuda(self._path + [(test, want)], self.polarity)
+        self._path.append((test, want))
+        self._entered.append(guarded)
+        if guarded:
+            self.guard_depth += 1
+
+    def _leave_if(self) -> None:
+        self._path.pop()
+        if self._entered.pop():
+            self.guard_depth -= 1
+
     def visit_If_body(self, node: cst.If) -> None:
-        self._push_if(node.test, 1)
+        self._enter_if(node.test, 1)
 
     def leave_If_body(self, node: cst.If) -> None:
-        self._pop_if(node.test, 1)
+        self._leave_if()
 
     def visit_If_orelse(self, node: cst.If) -> None:
-        self._push_if(node.test, -1)
+        self._enter_if(node.test, -1)
 
     def leave_If_orelse(self, node: cst.If) -> None:
-        self._pop_if(node.test, -1)
+        self._leave_if()
 
     def visit_Try_body(self, node: cst.Try) -> None:
         if guards.try_guards(node):
@@ -761,7 +780,7 @@ class _Closer(BatchableCSTVisitor):
     def leave_Assert(self, node: cst.Assert) -> None:
         # (an assert in a one-line suite, `if use_cuda: assert ...`, checks only that branch:
         # the suite has no block of its own, and the enclosing block goes on without it)
-        if self.t.polarity(node.test) == 1 and not self.t.suites:
+        if (self.t.polarity(node.test) == 1 or node in guards.device_asserts(self.t.facts)[0]) and not self.t.suites:
             self.t.blocks[-1].guarded = True
 
     def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
@@ -771,7 +790,7 @@ class _Closer(BatchableCSTVisitor):
         # `init_process_group("nccl")`, `check_gpu()` (a function of the file that exits without
         # a GPU): the rest of the block runs only with one
         t = self.t
-        if node in t.guards.settings_statements:
+        if node in t.guards.settings_statements or node in t.guards.asserted_queries:
             t.guard_depth -= 1
         if not t.blocks[-1].guarded and guards.statement_ensures_cuda(t.facts, node, t.guards.ensuring):
             t.blocks[-1].guarded = True

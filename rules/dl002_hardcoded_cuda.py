@@ -879,6 +879,12 @@ class HardcodedCuda(Rule):
             # every binding holds nothing (`crit = crit.cuda(gpu)` moves it: no other binding)
             values = self.facts.values.bound_values(expr.value, self.t.scope)
             return bool(values) and all(not isinstance(v, cst.Name) and self._stateless_module(v) for v in values)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+                and self.t.cls is not None:
+            # `self.act = nn.LeakyReLU(0.1)` ... `self.act = self.act.cuda()`: every value the class gives it
+            values = self.facts.values.attribute_values(f"self.{expr.attr.value}", self.t.cls)
+            return bool(values) and all(not isinstance(v, (cst.Name, cst.Attribute)) and self._stateless_module(v)
+                                        for v in values)
         if isinstance(expr, cst.IfExp):  # `A() if softmax else B(n)`: whichever is built holds nothing
             return self._stateless_module(expr.body) and self._stateless_module(expr.orelse)
         if not isinstance(expr, cst.Call):

@@ -210,6 +210,33 @@ def test_dl006_still_flags_a_factory_combined_with_the_input():
     assert codes_at(src, "DL006") == [(12, "DL006")]  # `cols` is not only an index any more
 
 
+SCALES = """\
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.paths = nn.ModuleList([nn.Conv2d(1, 1, 3)])
+
+    def forward(self, x, ref):
+        scales = 1 / (2 ** torch.arange(0, len(self.paths) + 1).float())
+        refs = [F.interpolate(ref, scale_factor=s.item()) for s in scales[1:]]
+        return self.paths[0](x), refs
+"""
+
+
+def test_dl006_a_tensor_iterated_through_a_slice_stays_on_the_host():
+    """`for s in scales[1:]` reads the elements in Python (`s.item()` as a scale factor), as
+    iterating the whole tensor does: it never meets a device tensor. Trap: the same tensor
+    combined with the input is reported."""
+    assert codes_at(SCALES, "DL006") == []
+    src = SCALES.replace("        return self.paths[0](x), refs\n", "        return self.paths[0](x) * scales[0], refs\n")
+    assert codes_at(src, "DL006") == [(12, "DL006")]
+
+
 # ---- issue 16.5 / misses / fix layout: DL007 -----------------------------------------
 def test_dl007_new_keyword_keeps_a_one_per_line_call_without_trailing_whitespace():
     src = "import torch\nx = torch.ones(\n    2,\n    3\n).cuda()\n"

@@ -477,3 +477,126 @@ def test_the_else_of_a_branch_switched_off_runs():
         return x
     '''
     assert _codes(src) == [(7, "DL002")]
+
+
+# ---- a branch reached only with CUDA, by elimination along an if/elif chain ---------------------
+
+CHAIN = '''\
+    import torch
+
+    def place(model, gpu=None):
+        if not torch.cuda.is_available() and not torch.backends.mps.is_available():
+            print("using CPU, this will be slow")
+        elif gpu is not None and torch.cuda.is_available():
+            torch.cuda.set_device(gpu)
+            model = model.cuda(gpu)
+        elif torch.backends.mps.is_available():
+            model = model.to(torch.device("mps"))
+        else:
+            model = torch.nn.DataParallel(model).cuda()
+        return model
+    '''
+
+
+def test_the_last_branch_of_a_chain_that_ruled_out_the_host_needs_cuda():
+    """The ImageNet example's chain: no CUDA and no MPS takes the first branch, MPS its own, so
+    the final `else` runs only where CUDA is."""
+    assert _codes(CHAIN) == []
+
+
+def test_a_chain_that_leaves_a_way_without_cuda_keeps_its_findings():
+    # without the MPS branch, a Mac with MPS (and no CUDA) reaches the `else`
+    no_mps = CHAIN.replace('''        elif torch.backends.mps.is_available():
+            model = model.to(torch.device("mps"))
+''', "")
+    assert _codes(no_mps) == [(10, "DL002")]
+    # a flag ruled out is no CUDA ruled in: `--cuda` off and no GPU both reach the `else`
+    flag = '''\
+    import torch
+
+    def place(model, args):
+        if args.cuda:
+            model = model.cuda()
+        elif torch.cuda.is_available():
+            print("a GPU is there: pass --cuda")
+        else:
+            model = model.cuda()
+        return model
+    '''
+    assert _codes(flag) == [(9, "DL002")]
+
+
+# ---- an assert on which GPU the program runs on ---------------------------------------------------
+
+GPU_NAMED = '''\
+    import torch
+
+
+    def bench(n):
+        x = torch.randn(n, n, device="cuda")
+        torch.cuda.synchronize()
+        return x
+
+
+    def main():
+        device_name = torch.cuda.get_device_name(0)
+        assert "B200" in device_name, f"this benchmark assumes B200, got {device_name!r}"
+        x = torch.randn(4, 4, device="cuda")
+        print(bench(8), x)
+
+
+    def fp8():
+        assert torch.cuda.get_device_capability() >= (8, 9)
+        return torch.ones(2, device="cuda")
+
+
+    if __name__ == "__main__":
+        main()
+    '''
+
+
+def test_an_assert_on_the_gpus_name_or_capability_requires_that_gpu():
+    """A benchmark that asserts it runs on a B200 (or on SM 8.9+) needs that GPU: what follows
+    the assert, the query it checks, and a helper only that code calls are CUDA-only."""
+    assert _codes(GPU_NAMED) == []
+
+
+def test_a_device_query_that_is_only_printed_or_branched_on_keeps_its_findings():
+    printed = GPU_NAMED.replace('assert "B200" in device_name', 'print("B200" in device_name)')
+    assert _codes(printed) == [(5, "DL002"), (6, "DL004"), (11, "DL004"), (13, "DL002")]
+    branched = GPU_NAMED.replace("    assert torch.cuda.get_device_capability() >= (8, 9)\n        return",
+                                 "    if torch.cuda.get_device_capability() >= (8, 9):\n            return")
+    assert _codes(branched) == [(18, "DL004"), (19, "DL002")]
+
+
+# ---- `.cuda()` of an attribute that only ever holds a parameter-free module -------------------------
+
+ACTIVATION_ATTR = '''\
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self, use_cuda):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            self.act = nn.LeakyReLU(negative_slope=0.1)
+            if use_cuda:
+                self.fc = self.fc.cuda()
+            self.act = self.act.cuda()
+
+        def forward(self, x):
+            return self.act(self.fc(x))
+    '''
+
+
+def test_cuda_of_an_attribute_holding_an_activation_moves_nothing():
+    """`self.act = nn.LeakyReLU(0.1)` then `self.act = self.act.cuda()`: the module has no
+    parameter or buffer, so `.cuda()` touches no tensor and runs on a machine without CUDA.
+    Trap: an attribute that holds a module with a parameter (`nn.PReLU()`), or that the class
+    also binds to one, keeps the finding."""
+    assert _codes(ACTIVATION_ATTR) == []
+    assert _codes(ACTIVATION_ATTR.replace("nn.LeakyReLU(negative_slope=0.1)", "nn.PReLU()")) == [(12, "DL002")]
+    also = ACTIVATION_ATTR.replace("            self.act = self.act.cuda()\n",
+                                   "            self.act = nn.Linear(2, 2)\n            self.act = self.act.cuda()\n")
+    assert _codes(also) == [(13, "DL002")]

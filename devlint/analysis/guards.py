@@ -282,6 +282,66 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
     return 0
 
 
+def _leaf_key(node: cst.CSTNode) -> str:
+    d = dotted(node)
+    return d if d is not None else cst.Module([]).code_for_node(node.with_changes(lpar=(), rpar=())) \
+        if hasattr(node, "lpar") else cst.Module([]).code_for_node(node)
+
+
+def _formula(test: cst.BaseExpression, leaves: dict, polarity) -> tuple:
+    """``test`` as ``("and"|"or", a, b)``, ``("not", a)`` or ``("leaf", key)``, noting each
+    leaf's guard polarity in ``leaves``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return ("not", _formula(test.expression, leaves, polarity))
+    if isinstance(test, cst.BooleanOperation):
+        op = "and" if isinstance(test.operator, cst.And) else "or"
+        return (op, _formula(test.left, leaves, polarity), _formula(test.right, leaves, polarity))
+    key = _leaf_key(test)
+    pol = polarity(test)
+    if leaves.get(key, pol) != pol:
+        pol = 0  # (one spelling read two ways: it says nothing)
+    leaves[key] = pol
+    return ("leaf", key)
+
+
+def _holds(f: tuple, values: dict) -> bool:
+    if f[0] == "leaf":
+        return values[f[1]]
+    if f[0] == "not":
+        return not _holds(f[1], values)
+    if f[0] == "and":
+        return _holds(f[1], values) and _holds(f[2], values)
+    return _holds(f[1], values) or _holds(f[2], values)
+
+
+_PATH_LEAVES = 8
+
+
+def path_implies_cuda(path: list, polarity) -> bool:
+    """The enclosing ``if`` branches (``[(test, 1 | -1)]``: the test holds, or fails) leave no
+    way to get here without CUDA, by elimination: ``if not cuda and not mps: (CPU) elif
+    args.gpu is not None and cuda: ... elif mps: ... else: model.cuda()`` reaches the ``else``
+    only with CUDA. Each test is split into its ``and`` / ``or`` / ``not`` parts; a part whose
+    truth implies CUDA (guard polarity 1) is taken false, since CUDA is not there, and every
+    other part may be either: where no choice makes every branch on the way taken, the
+    branch runs only with CUDA. (A spelling is one value along the way: the tests of one
+    ``if``/``elif`` chain are read at once.)"""
+    leaves: dict = {}
+    formulas = [(_formula(test, leaves, polarity), want == 1) for test, want in path]
+    if 1 not in leaves.values():
+        return False  # nothing on the way says anything about CUDA
+    free = [k for k, pol in leaves.items() if pol != 1]
+    if len(free) > _PATH_LEAVES:
+        return False
+    values = {k: False for k, pol in leaves.items() if pol == 1}
+    for bits in range(1 << len(free)):
+        for i, k in enumerate(free):
+            values[k] = bool(bits >> i & 1)
+        if all(_holds(f, values) == want for f, want in formulas):
+            return False  # a way here without CUDA
+    return True
+
+
 def _switch_compared(facts, a: cst.CSTNode, op: cst.BaseCompOp, b: cst.CSTNode) -> int:
     """``args.cuda > 0``, ``use_gpu == 1``, ``opt.cuda is True``, ``args.cuda != 0``: a user's
     switch compared with a number or a bool says what the switch says (``== 0`` its negation)."""
@@ -1024,7 +1084,7 @@ def gpu_launcher(facts, call: cst.Call, classes: Optional[dict] = None) -> bool:
 def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
     t = type(small)  # concrete node classes: cheaper than isinstance() against LibCST's ABCs
     if t is cst.Assert:
-        return guard_polarity(facts, small.test) == 1
+        return guard_polarity(facts, small.test) == 1 or small in device_asserts(facts)[0]
     value = small.value if t is cst.Expr or t is cst.Assign or t is cst.AnnAssign else None
     if type(value) is not cst.Call:
         return False
@@ -1041,6 +1101,48 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
     if ASKS_FLASH_WORD in facts.source and requests_flash_attention(value):
         return True  # `from_pretrained(..., attn_implementation="flash_attention_2")` raises without a GPU
     return _calls_ensuring(facts, value, ensuring)
+
+
+_DEVICE_QUERIES = frozenset({"torch.cuda.get_device_name", "torch.cuda.get_device_capability",
+                             "torch.cuda.get_device_properties"})
+
+
+def _queries_device(facts, node: cst.CSTNode) -> bool:
+    return any(type(n) is cst.Call and facts.qualname(n.func) in _DEVICE_QUERIES for n in nodes(node))
+
+
+def device_asserts(facts) -> tuple:
+    """(asserts that check which GPU the program runs on, the statements binding the query they
+    check): ``assert torch.cuda.get_device_capability() >= (8, 9)``, or ``name =
+    torch.cuda.get_device_name(0)`` then ``assert "B200" in name``. The program states that it
+    needs that GPU: without one it stops there, as ``assert torch.cuda.is_available()`` does,
+    and the query feeding the assert is part of that check. (Read once per file.)"""
+    got = facts.__dict__.get("_device_asserts")
+    if got is not None:
+        return got
+    asserts: set = set()
+    queries: set = set()
+    if b"get_device_" in facts.source and b"assert" in facts.source:
+        for n in nodes(facts.module, into_scopes=True):
+            if type(n) not in (cst.Module, cst.IndentedBlock):
+                continue
+            body = list(n.body)
+            for i, st in enumerate(body):
+                small = st.body[0] if type(st) is cst.SimpleStatementLine and len(st.body) == 1 else None
+                if type(small) is cst.Assert and _queries_device(facts, small.test):
+                    asserts.add(small)
+                    continue
+                if type(small) is not cst.Assign or len(small.targets) != 1 \
+                        or type(small.targets[0].target) is not cst.Name or not _queries_device(facts, small.value):
+                    continue
+                name = small.targets[0].target.value
+                nxt = body[i + 1] if i + 1 < len(body) else None
+                check = nxt.body[0] if type(nxt) is cst.SimpleStatementLine and len(nxt.body) == 1 else None
+                if type(check) is cst.Assert and any(type(x) is cst.Name and x.value == name for x in nodes(check.test)):
+                    asserts.add(check)
+                    queries.add(st)
+    got = facts.__dict__["_device_asserts"] = (frozenset(asserts), frozenset(queries))
+    return got
 
 
 ASKS_FLASH_WORD = b"flash_attention_"
@@ -1296,6 +1398,8 @@ class GuardModel:
         self.cuda_only_blocks: set = set()
         # a notebook's settings cells (assignments under a "Settings" heading): the reader's choice
         self.settings_statements: set = _settings_statements(facts)
+        # `name = torch.cuda.get_device_name(0)` asserted on by the next statement
+        self.asserted_queries: frozenset = device_asserts(facts)[1]
         self.spells_runtime = _RUNTIME_WORD.search(facts.source) is not None  # see calls_cuda_runtime
         self._scan(facts.module)
         if _CUDA_ONLY_IMPORT.search(facts.source):

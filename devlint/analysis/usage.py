@@ -450,8 +450,12 @@ class FunctionUsage:
         return None
 
     def _iterated(self, name: cst.Name) -> Optional[str]:
-        p = self._up(name)
-        if isinstance(p, (cst.For, cst.CompFor)) and p.iter is name:
+        node, p = name, self._up(name)
+        # `for s in scales[1:]`: a slice iterates the same elements in Python
+        while isinstance(p, cst.Subscript) and p.value is node and all(
+                isinstance(e.slice, cst.Slice) for e in p.slice):
+            node, p = p, self._up(p)
+        if isinstance(p, (cst.For, cst.CompFor)) and p.iter is node:
             return "iterated in Python"
         return None
 

@@ -316,6 +316,13 @@ class ValueModel:
         vals = [v for v in self.values.get((scope, name), ()) if not _self_conversion(name, v)]
         return vals if vals and self._binds.get((scope, name)) == len(vals) else None
 
+    def attribute_values(self, attr: str, cls) -> list:
+        """Every value ``self.x = value`` binds in the class ``cls`` (``attr``: ``"self.x"``),
+        but moves and casts of the attribute itself (``self.x = self.x.cuda()``)."""
+        return [v for v in self.values.get((cls, attr), ()) if not (
+            isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in TENSOR_METHODS
+            and dotted(v.func.value) == attr)]
+
     def binds(self, name: str, scope) -> bool:
         """``scope`` binds ``name`` itself (an assignment, a parameter, a loop target ...)."""
         return (scope, name) in self._binds
