@@ -181,6 +181,32 @@ def _list_element(sub: cst.Subscript, new: str) -> cst.BaseExpression:
 _DTYPE_WORD = lazyre.compile(r"dtype|float|half|double|int\d*\b|long|bool|bfloat|complex")
 
 
+def _needed_on_host(loop, names: list) -> bool:
+    """One of ``names`` is read, every iteration, by the test that decides whether ``loop``
+    stops (``if tok == eos: break`` in its body, or in a ``with`` / ``try`` there, a ``while``
+    test; not a test inside another branch, such as a periodic ``if step % 100 == 0:``): the
+    value has to reach the host every iteration."""
+    if not names:
+        return False
+    wanted = set(names)
+    stack = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
+    while stack:
+        st = stack.pop()
+        if isinstance(st, cst.If) and _leaves(st.body) or isinstance(st, cst.While):
+            if any(isinstance(x, cst.Name) and x.value in wanted for x in nodes(st.test)):
+                return True
+        elif isinstance(st, (cst.With, cst.Try)) and isinstance(st.body, cst.IndentedBlock):
+            stack.extend(st.body.body)
+    return False
+
+
+def _leaves(body: cst.BaseSuite) -> bool:
+    """The block stops the loop (``break`` / ``return`` among its statements)."""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return any(isinstance(small, (cst.Break, cst.Return)) for line in lines
+               if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for small in line.body)
+
+
 class LoopTransfer(Rule):
     """
     ## What it does
@@ -776,7 +802,7 @@ class LoopTransfer(Rule):
                             fix = scalar_fill_fix(self.facts, n, one)
                         self.report(n, "device value goes to the host and comes back to the device every "
                                        "iteration; keep the computation on the device", fix)
-                        self._outbound(n, flow)
+                        self._outbound(n, flow, loop)
                 if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and any(
                         n in flow.scalars or n == "item" for n in names_in(small.value)) and (
                         small.target.value in flow.device
@@ -784,16 +810,21 @@ class LoopTransfer(Rule):
                     self._item_back(loop, small, flow)
                 flow.step(small)
 
-    def _outbound(self, back: cst.Call, flow: IterationFlow) -> None:
+    def _outbound(self, back: cst.Call, flow: IterationFlow, loop) -> None:
         """The device->host reads whose values ``back`` sends to the device again: the first
         half of the round trip, reported where the copy starts (no fix of its own: the rewrite,
-        when there is one, is the return half's)."""
+        when there is one, is the return half's). Not a read whose value the loop needs on the
+        host anyway: a greedy decoder's ``tok = logits.argmax().item()`` that decides its
+        ``break`` or is printed (only the way back is the waste there)."""
         payload = returning_payload(self.facts, back)
         if payload is None:
             return
         sent = short(self.ctx.module.code_for_node(back))
         for out in flow.sources_in(payload):
             if out in self._reported or any(out is r for r in nodes(back)):
+                continue
+            if _needed_on_host(loop, [k for k, v in flow.scalars.items() if v is out]
+                               + [k for k, v in flow.origins.items() if out in v]):
                 continue
             self._reported.add(out)
             self.report(out, f"`{short(self.ctx.module.code_for_node(out))}` copies a device value to the host "

@@ -534,9 +534,29 @@ class FactoryWithoutDevice(Rule):
                 continue  # `host = torch.device("cpu")`; `x.to(host)`: the method computes on the host on purpose
             if _cache_fill(node, method):
                 continue  # built once into a cache that the same branch then moves: neither per call nor left behind
+            if self._handed_to_placer(node, method):
+                continue  # `cuda_variable(torch.zeros(n))`: a function of the file moves it at once
             msg = (f"`torch.{factory}(...)` without `device=` in `{method.name.value}` creates a CPU "
                    "tensor on every call, whatever device the module is on")
             self.report(node, msg, self._fix(node, factory, method, cls))
+
+    def _handed_to_placer(self, node: cst.Call, method: cst.FunctionDef) -> bool:
+        """The factory (with its casts) is a positional argument of a function of this module
+        that moves that parameter to the device (``def cuda_variable(t): ... t.cuda() ...``)."""
+        use = usage_of(method)
+        top = use.chain_top(node)
+        arg = use.parent.get(top)
+        call = use.parent.get(arg) if isinstance(arg, cst.Arg) and arg.keyword is None else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+            return False
+        fn = next((s for s in self.ctx.module.body if isinstance(s, cst.FunctionDef)
+                   and s.name.value == call.func.value), None)
+        positional = [a for a in call.args if a.keyword is None]
+        if fn is None or any(a.star for a in call.args) or positional.index(arg) >= len(fn.params.params):
+            return False
+        param = fn.params.params[positional.index(arg)].name.value
+        return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("cuda", "to")
+                   and isinstance(n.func.value, cst.Name) and n.func.value.value == param for n in nodes(fn.body))
 
     def _callers_keep_on_host(self, method: cst.FunctionDef, cls):
         """For a value ``method`` returns: whether every caller in the class reads it on the host

@@ -41,7 +41,11 @@ def _host_placement(call: cst.Call) -> bool:
     if f.attr.value != "to" or not call.args:
         return False
     dev = keyword(call, "device")
-    dev = dev.value if dev is not None else call.args[0].value
+    return _names_cpu(dev.value if dev is not None else call.args[0].value)
+
+
+def _names_cpu(dev: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
     return string_value(dev) == "cpu" or (isinstance(dev, cst.Call) and dotted(dev.func) == "torch.device"
                                           and bool(dev.args) and string_value(dev.args[0].value) == "cpu")
 
@@ -212,6 +216,8 @@ class HostAllocThenMove(Rule):
         "import torch\ndef f(device):\n    return torch.LongTensor([1, 2]).fill_(0).to(device)\n",
         # a host build placed on the host: nothing is copied
         "import torch\nx = torch.ones(3).float().to('cpu')\n",
+        "import torch\nx = torch.ones(2, dtype=torch.float64).to('cpu', non_blocking=True)\n",
+        "import torch\ndef export(n):\n    DEVICE = torch.device('cpu')\n    return torch.zeros(2, n).to(DEVICE)\n",
         "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.rand(3, generator=g).to('cpu')\n",
         # the file sets torch's default device to CUDA: the factory allocates there, nothing is copied
         "import torch\ntorch.set_default_tensor_type(torch.cuda.HalfTensor)\n"
@@ -261,10 +267,6 @@ class HostAllocThenMove(Rule):
             "x = torch.zeros(2, 3).to(device)\n",
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
             "x = torch.zeros(2, 3, device=device)\n",
-        ),
-        Invalid(
-            "import torch\nx = torch.ones(2, dtype=torch.float64).to('cpu', non_blocking=True)\n",
-            "import torch\nx = torch.ones(2, dtype=torch.float64, device='cpu')\n",
         ),
         # `.to(tensor)`: device and dtype both come from `y`
         Invalid(
@@ -407,6 +409,8 @@ class HostAllocThenMove(Rule):
             return  # .to(dtype) / .to(tensor) / unknown: not evidently a device move
         if self._module_left_on_host(device) or self._never_given(device):
             return  # `.to(model.device)` where `model` is built here and never placed: no copy
+        if _host_placement(node) or self._cpu_name(device):
+            return  # `.to("cpu")`, `.to(d)` with `d = torch.device("cpu")`: a host tensor stays where it is
         rest_pos = pos[1:] if dev_kw is None else pos
         rest_kw = [a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value != "device"]
         extra = bool(rest_pos) or any(k not in _HARMLESS_TO_KW for k in rest_kw)
@@ -418,6 +422,16 @@ class HostAllocThenMove(Rule):
             return
         new = with_keyword(inner, "device", device)
         self.report(node, msg, self._make_fix(factory, inner, {node: new}, None))
+
+    def _cpu_name(self, device: cst.BaseExpression) -> bool:
+        """``device`` is a name every binding of which (in its function, else the module) is the
+        CPU: ``DEVICE = torch.device("cpu")`` for an export, ``device = "cpu"`` in a CPU script."""
+        if not isinstance(device, cst.Name):
+            return False
+        values = self.facts.values.bound_values(device.value, self.t.scope)
+        if values is None and self.t.scope is not None and not self.facts.values.binds(device.value, self.t.scope):
+            values = self.facts.values.bound_values(device.value, None)
+        return bool(values) and all(_names_cpu(v) for v in values)
 
     def _built(self, node: cst.Call, expr: cst.BaseExpression) -> None:
         """``torch.arange(n).long().to(d)``, ``(torch.ones(n) * i).to(x.device)``,
@@ -453,7 +467,8 @@ class HostAllocThenMove(Rule):
                 device, keep_move = cst.Attribute(pos[0].value, cst.Name("device")), True  # the cast stays
             else:
                 return
-            if self._module_left_on_host(device) or _host_placement(node) or self._never_given(device):
+            if self._module_left_on_host(device) or _host_placement(node) or self._never_given(device) \
+                    or self._cpu_name(device):
                 return  # `.to("cpu")` of a host build copies nothing
             text = self.ctx.module.code_for_node(device)
             rest = [a for a in node.args if a.value is not device and a is not dev_kw]

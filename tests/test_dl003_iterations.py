@@ -62,3 +62,34 @@ def test_item_read_twice_is_needed_on_the_host():
     src = ("import torch\ndevice = torch.device('cpu')\nacc = torch.zeros(1, device=device)\nfor i in range(3):\n"
            "    h = torch.randn(2).to(device)\n    v = h.max().item()\n    print(v)\n    acc += v\n")
     assert _lines(src) == []
+
+
+DECODE = """\
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def decode(model, src, bos, eos, max_len):
+    dec_input = torch.LongTensor([[bos]]).to(device)
+    out = []
+    for i in range(max_len):
+        outputs = model(src, dec_input)
+        pred = outputs.argmax(dim=1)[-1].item()
+        if pred == eos:
+            break
+        out.append(pred)
+        dec_input = torch.cat([dec_input, torch.LongTensor([[pred]]).to(device)], dim=1)
+    return out
+"""
+
+
+def test_a_greedy_decoders_token_read_for_its_stop_test_is_not_the_waste():
+    """The token `.item()` decides the loop's `break`: it has to reach the host every step, so
+    only the way back (`LongTensor([[pred]]).to(device)`) is reported. Trap: a token read only
+    to be sent back reports both halves."""
+    assert _lines(DECODE) == [14]
+    only_back = DECODE.replace("        if pred == eos:\n            break\n", "")
+    assert _lines(only_back) == [10, 12]
+    # printed every hundredth step: not needed on the host every iteration
+    periodic = DECODE.replace("        if pred == eos:\n            break\n", "        if i % 100 == 0:\n            print(pred)\n")
+    assert _lines(periodic) == [10, 14]

@@ -55,14 +55,14 @@ def test_dl002_alone_then_dl007_reaches_the_same_file():
 
 
 def test_dl007_keeps_a_multiline_call_layout():
-    src = ("import torch\ndevice = torch.device('cpu')\nx = torch.zeros(\n    2,\n    3,\n"
+    src = ("import torch\ndevice = torch.device('cuda:0')\nx = torch.zeros(\n    2,\n    3,\n"
            "    dtype=torch.float64,\n).to(device)\n")
-    assert fix(src, "DL007") == ("import torch\ndevice = torch.device('cpu')\nx = torch.zeros(\n    2,\n"
+    assert fix(src, "DL007") == ("import torch\ndevice = torch.device('cuda:0')\nx = torch.zeros(\n    2,\n"
                                  "    3,\n    dtype=torch.float64,\n    device=device,\n)\n")
 
 
 def test_dl007_keeps_keyword_spacing_and_comments():
-    src = "import torch\ndevice = 'cpu'\nx = torch.ones(2, dtype = torch.int64).to(device)  # note\n"
+    src = "import torch\ndevice = 'cuda:0'\nx = torch.ones(2, dtype = torch.int64).to(device)  # note\n"
     assert fix(src, "DL007").endswith("x = torch.ones(2, dtype = torch.int64, device = device)  # note\n")
 
 
@@ -246,7 +246,7 @@ def test_dl007_new_keyword_keeps_a_one_per_line_call_without_trailing_whitespace
 
 
 def test_dl007_never_squeezes_the_new_keyword():
-    src = "import torch\ndevice = torch.device('cpu')\nx = torch.zeros(2,3,).to(device)\n"
+    src = "import torch\ndevice = torch.device('cuda:0')\nx = torch.zeros(2,3,).to(device)\n"
     assert fix(src, "DL007").endswith("x = torch.zeros(2,3, device=device,)\n")
 
 
@@ -429,3 +429,68 @@ for step in range(3):
 ])
 def test_dl006_in_a_script_that_never_names_a_device(move, found):
     assert codes_at(HOST_SCRIPT.format(move=move), "DL006") == found
+
+
+LOADED_TO_ARRAYS = """\
+import numpy as np
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = torch.nn.Linear(2, 2).to(device)
+
+grads = torch.load("grads.pt")
+data = np.concatenate([np.array(k) for k in grads], axis=0)
+
+other = torch.load("other.pt")
+rows = [k * 2 for k in other]
+print(np.array(rows), data)
+"""
+
+
+def test_dl005_a_loaded_list_whose_elements_become_arrays_holds_host_tensors():
+    """`[np.array(k) for k in grads]`: `np.array` raises on a CUDA tensor, so the file holds
+    host tensors. Trap: another load whose loop only does arithmetic (its loop name spelled the
+    same) keeps its finding; the conversion counts only inside the loop over that load."""
+    assert codes_at(LOADED_TO_ARRAYS, "DL005") == [(10, "DL005")]
+
+
+def test_dl007_a_host_tensor_moved_to_the_cpu_copies_nothing():
+    """`.to("cpu")` of a fresh host tensor, or `.to(DEVICE)` with `DEVICE = torch.device("cpu")`
+    its only binding, returns the same tensor: nothing is copied. Trap: a name that may also be
+    bound to a GPU keeps the finding."""
+    src = ("import torch\ndef draw(n, boxes):\n    return torch.cat([boxes, torch.zeros(n, 1).to('cpu')], 1)\n\n"
+           "def export(n):\n    DEVICE = torch.device('cpu')\n    return torch.zeros(2, n).to(torch.int32).to(DEVICE)\n")
+    assert codes_at(src, "DL007") == []
+    src = ("import torch\ndef run(n, gpu):\n    device = 'cpu'\n    if gpu:\n        device = 'cuda'\n"
+           "    return torch.zeros(2, n).to(device)\n")
+    assert codes_at(src, "DL007") == [(6, "DL007")]
+
+
+HANDED = """\
+import torch
+from torch import nn
+
+
+def cuda_variable(tensor):
+    if torch.cuda.is_available():
+        return tensor.cuda()
+    return tensor
+
+
+class Attn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, hidden, enc):
+        scores = cuda_variable(torch.zeros(len(enc)))
+        return scores + self.fc(hidden).sum()
+"""
+
+
+def test_dl006_a_factory_handed_to_a_function_that_moves_it_is_placed():
+    """`cuda_variable(torch.zeros(n))`: the file's own function moves its argument to the GPU
+    at once, as `.cuda()` on the factory would. Trap: a function that only casts it leaves a
+    host tensor, reported."""
+    assert codes_at(HANDED, "DL006") == []
+    assert codes_at(HANDED.replace("return tensor.cuda()", "return tensor.float()"), "DL006") == [(17, "DL006")]

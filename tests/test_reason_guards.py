@@ -600,3 +600,35 @@ def test_cuda_of_an_attribute_holding_an_activation_moves_nothing():
     also = ACTIVATION_ATTR.replace("            self.act = self.act.cuda()\n",
                                    "            self.act = nn.Linear(2, 2)\n            self.act = self.act.cuda()\n")
     assert _codes(also) == [(13, "DL002")]
+
+
+# ---- a branch the code's own switch never selects ----------------------------------------------------
+
+UNNORMALIZED = '''\
+    import torch
+
+
+    def proximity_cost(images, states, unnormalize=False, s_std=None):
+        states = states.view(-1, 4).clone()
+        if unnormalize:
+            states = states * s_std.cuda()
+        return images, states
+
+
+    cost = proximity_cost(torch.ones(2), torch.ones(4))
+    print(cost)
+    '''
+
+
+def test_a_branch_every_call_leaves_switched_off_never_runs():
+    """An exported notebook (work at its top, no `__main__` block) whose only call leaves
+    `unnormalize` at its `False` default: the `.cuda()` under `if unnormalize:` never runs."""
+    assert _codes(UNNORMALIZED) == []
+
+
+def test_a_switch_some_call_turns_on_or_a_library_function_keeps_its_findings():
+    on = UNNORMALIZED.replace("proximity_cost(torch.ones(2), torch.ones(4))",
+                              "proximity_cost(torch.ones(2), torch.ones(4), unnormalize=True, s_std=torch.ones(4))")
+    assert _codes(on) == [(7, "DL002")]
+    library = UNNORMALIZED.replace("\n\n    cost = proximity_cost(torch.ones(2), torch.ones(4))\n    print(cost)\n", "\n")
+    assert _codes(library) == [(7, "DL002")]

@@ -722,9 +722,10 @@ def host_used_load(node: cst.CSTNode) -> Optional[cst.Call]:
 
 def values_read_as_numpy(load: cst.Call, root: cst.CSTNode) -> bool:
     """``sd = torch.load(p)`` then ``for k, v in sd.items(): jt.Var(v.numpy())`` (or
-    ``sd[name].numpy()``): ``.numpy()`` raises on a CUDA tensor on every machine, so code that
-    turns the loaded values into arrays works only with a file of host tensors, and such a file
-    loads without ``map_location`` anywhere."""
+    ``sd[name].numpy()``, ``[np.array(k) for k in sd]``): ``.numpy()`` and ``np.array`` raise
+    on a CUDA tensor on every machine, so code that turns the loaded values into arrays works
+    only with a file of host tensors, and such a file loads without ``map_location`` anywhere.
+    (The conversion is looked for inside the loop that binds the value.)"""
     name = None
     for n in nodes(root):
         if (isinstance(n, cst.Assign) and n.value is load and len(n.targets) == 1
@@ -733,24 +734,60 @@ def values_read_as_numpy(load: cst.Call, root: cst.CSTNode) -> bool:
             break
     if name is None:
         return False
-    items: set = set()  # loop names bound to the loaded values
     for n in nodes(root):
-        if isinstance(n, cst.For) and isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Attribute) \
-                and isinstance(n.iter.func.value, cst.Name) and n.iter.func.value.value == name:
-            meth = n.iter.func.attr.value
-            if meth == "values" and isinstance(n.target, cst.Name):
-                items.add(n.target.value)
-            elif meth == "items" and isinstance(n.target, cst.Tuple) and len(n.target.elements) == 2 \
-                    and isinstance(n.target.elements[1].value, cst.Name):
-                items.add(n.target.elements[1].value.value)
-    for n in nodes(root):
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "numpy":
-            v = n.func.value
-            if isinstance(v, cst.Name) and v.value in items:
-                return True
-            if isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name) and v.value.value == name:
-                return True
+        if isinstance(n, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            item = _loop_item(n.for_in, name)
+            if item is not None and _converts(n.elt, item, name):
+                return True  # `[np.array(k) for k in grads]`: the loaded list's elements
+        elif isinstance(n, cst.For):
+            item = _loop_item(n, name)
+            if item is not None and _converts(n.body, item, name):
+                return True  # `for k, v in sd.items(): jt.Var(v.numpy())`
+        elif isinstance(n, cst.Call) and _converts(n, None, name) and _conversion_of(n) is not None:
+            return True  # `sd[name].numpy()`
     return False
+
+
+def _loop_item(loop, name: str) -> Optional[str]:
+    """The loop name bound to each loaded value: ``for k in sd``, ``for v in sd.values()``,
+    ``for k, v in sd.items()``."""
+    it, target = loop.iter, loop.target
+    if isinstance(it, cst.Name) and it.value == name and isinstance(target, cst.Name):
+        return target.value
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
+            and isinstance(it.func.value, cst.Name) and it.func.value.value == name:
+        meth = it.func.attr.value
+        if meth == "values" and isinstance(target, cst.Name):
+            return target.value
+        if meth == "items" and isinstance(target, cst.Tuple) and len(target.elements) == 2 \
+                and isinstance(target.elements[1].value, cst.Name):
+            return target.elements[1].value.value
+    return None
+
+
+def _conversion_of(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """What ``call`` turns into a NumPy array: ``v.numpy()``, ``np.array(v)``."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "numpy":
+        return call.func.value
+    if dotted(call.func) in _TO_ARRAY and call.args and call.args[0].keyword is None:
+        return call.args[0].value  # `np.array(k)` raises on a CUDA tensor as `.numpy()` does
+    return None
+
+
+def _converts(within: cst.CSTNode, item: Optional[str], name: str) -> bool:
+    """A conversion to an array inside ``within`` of the loop name ``item``, or of ``name[...]``."""
+    for n in nodes(within):
+        v = _conversion_of(n) if isinstance(n, cst.Call) else None
+        if v is None:
+            continue
+        if item is not None and isinstance(v, cst.Name) and v.value == item:
+            return True
+        if isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name) and v.value.value == name:
+            return True
+    return False
+
+
+_TO_ARRAY = frozenset({"np.array", "np.asarray", "numpy.array", "numpy.asarray"})
 
 
 def is_library_module(module: cst.Module) -> bool:
