@@ -129,7 +129,7 @@ def ignored_files(root: str) -> list[str]:
 # the sets of repos.toml, in report order: tuned on, measured once after tuning, the held-out
 # set chosen after `check` had been read, and the ones chosen after `fresh`, `fresh2` and `fresh3`
 # had been (docs/ecosystem.md)
-SETS = ("tune", "check", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22")
+SETS = ("tune", "check", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23")
 
 
 # --- linting -------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("dest", help="directory to extract into (outside this repository)")
     ap.add_argument("--mirror", help="directory of local git directories (<owner>+<name>/repo)")
     ap.add_argument("--url", default="https://github.com/{name}.git", help="clone URL template")
-    ap.add_argument("--set", choices=("tune", "check", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22"), help="only this set of the corpus")
+    ap.add_argument("--set", choices=("tune", "check", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23"), help="only this set of the corpus")
     ap.add_argument("--manifest", default=MANIFEST, help="another repos.toml")
     args = ap.parse_args(argv)
     repo_root = os.path.dirname(os.path.dirname(HERE))
