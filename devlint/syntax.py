@@ -37,6 +37,27 @@ def is_main_guard(stmt: cst.CSTNode) -> bool:
     return any(isinstance(p, cst.Name) and p.value == "__name__" for p in parts)
 
 
+def is_library_module(module: cst.Module) -> bool:
+    """No `if __name__ == "__main__":` block and no module-level call statement: code that is
+    imported, never run. Such a module must not grow an import-time device global."""
+    for s in module.body:
+        if isinstance(s, cst.If) and isinstance(s.test, cst.Comparison):
+            parts = [s.test.left] + [c.comparator for c in s.test.comparisons]
+            if any(isinstance(p, cst.Name) and p.value == "__name__" for p in parts):
+                return False
+        if isinstance(s, (cst.For, cst.While, cst.With)):
+            return False
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    return False
+                if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                    d = dotted(small.value.func) or ""
+                    if not d.startswith(("typing.", "TypeVar", "logging.", "getLogger", "namedtuple", "collections.")):
+                        return False
+    return True
+
+
 def root_name(node: cst.CSTNode) -> Optional[str]:
     """The leftmost name of ``a.b[c].d(...)``, else None."""
     while True:

@@ -31,7 +31,7 @@ from libcst._batched_visitor import BatchableCSTVisitor
 from devlint import lazyre
 from devlint.facts import call_arg, dotted
 from devlint.project import DATASET_NAMES, name_template, same_file
-from devlint.syntax import bound_names, names_read
+from devlint.syntax import bound_names, is_library_module, names_read
 from devlint.analysis.usage import may_touch_device
 from devlint.walk import children, nodes, visit_batched
 
@@ -788,27 +788,6 @@ def _converts(within: cst.CSTNode, item: Optional[str], name: str) -> bool:
 
 
 _TO_ARRAY = frozenset({"np.array", "np.asarray", "numpy.array", "numpy.asarray"})
-
-
-def is_library_module(module: cst.Module) -> bool:
-    """No `if __name__ == "__main__":` block and no module-level call statement: code that is
-    imported, never run. Such a module must not grow an import-time device global."""
-    for s in module.body:
-        if isinstance(s, cst.If) and isinstance(s.test, cst.Comparison):
-            parts = [s.test.left] + [c.comparator for c in s.test.comparisons]
-            if any(isinstance(p, cst.Name) and p.value == "__name__" for p in parts):
-                return False
-        if isinstance(s, (cst.For, cst.While, cst.With)):
-            return False
-        if isinstance(s, cst.SimpleStatementLine):
-            for small in s.body:
-                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                    return False
-                if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
-                    d = dotted(small.value.func) or ""
-                    if not d.startswith(("typing.", "TypeVar", "logging.", "getLogger", "namedtuple", "collections.")):
-                        return False
-    return True
 
 
 def host_script(facts, module: cst.Module, filename: str) -> bool:

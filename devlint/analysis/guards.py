@@ -40,7 +40,7 @@ import libcst as cst
 
 from devlint import lazyre
 from devlint.project import CUDA_ONLY_PACKAGES, TRITON_INTERPRETER
-from devlint.syntax import call_arg, dotted, is_main_guard, string_value
+from devlint.syntax import call_arg, dotted, is_library_module, is_main_guard, string_value
 from devlint.walk import nodes, statements
 
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "unittest.skip",
@@ -660,7 +660,6 @@ def _script(facts) -> bool:
     project imports it."""
     got = facts.__dict__.get("_script")
     if got is None:
-        from devlint.analysis.checkpoints import is_library_module
         module = facts.module
         got = facts.__dict__["_script"] = any(is_main_guard(s) for s in module.body) or (
             not is_library_module(module) and not facts.project.imported)
