@@ -306,7 +306,7 @@ def _stops(body: list, in_function: bool) -> bool:
 # packages with no CPU path: a module importing one at its top runs only with a GPU
 CUDA_ONLY_PACKAGES = ("tensorrt", "tensorrt_llm", "torch_tensorrt", "pycuda", "cupy", "apex", "flash_attn", "triton",
                       "cuda", "cutlass", "transformer_engine", "mamba_ssm", "causal_conv1d", "sageattention",
-                      "flashinfer", "tinycudann")
+                      "flashinfer", "tinycudann", "unsloth")
 # ... of which importing any but ``triton`` (installed with torch on Linux) needs CUDA
 _CUDA_ONLY_ROOTS = frozenset(CUDA_ONLY_PACKAGES) - {"triton"}
 _TOP_CUDA_ONLY_IMPORT = lazyre.compile(rb"^(?:import|from)[ \t]+(?:" + "|".join(CUDA_ONLY_PACKAGES).encode() + rb")\b",

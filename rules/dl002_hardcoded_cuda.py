@@ -975,12 +975,15 @@ class HardcodedCuda(Rule):
                 return True  # `args.device = "cpu"`, `args.device = "cuda" if torch.cuda.is_available() else "cpu"`
         # `device = args.device if torch.cuda.is_available() and ... else "cpu"`: read only with CUDA
         return self._read_only_with_cuda(self.ctx.module, lambda x: type(x) is cst.Attribute and x.attr.value == dest
-                                         and type(x.value) is cst.Name and x.value.value != "self")
+                                         and type(x.value) is cst.Name and x.value.value != "self"
+                                         and not (self.facts.qualname(x) or "").startswith("torch."))
 
-    def _read_only_with_cuda(self, scope: cst.CSTNode, is_read) -> bool:
+    def _read_only_with_cuda(self, scope: cst.CSTNode, is_read, depth: int = 2) -> bool:
         """Every read under ``scope`` (``is_read(node)``, at least one) is in the branch of an
         ``if`` or a conditional expression that runs only where CUDA is usable, or in the test
-        that asks (``if torch.cuda.is_available() and device == "cuda": torch.device(device)``)."""
+        that asks (``if torch.cuda.is_available() and device == "cuda": torch.device(device)``),
+        or is handed whole to a function of the file whose parameter is read only so
+        (``run_stream(args.device)`` then ``get_device(device_name)``; ``depth`` such hops)."""
         found = False
         stack = [(scope, False)]
         while stack:
@@ -991,6 +994,19 @@ class HardcodedCuda(Rule):
                 found = True
                 continue
             t = type(n)
+            if t is cst.Call and not guarded and depth > 0 and type(n.func) is cst.Name:
+                handed = self._handed_on(n, is_read, depth)
+                if handed is not None:  # `run(args.device)`: the function reads it only with CUDA
+                    if not handed:
+                        return False
+                    found = True
+                    stack.append((n.func, guarded))
+                    stack.extend((a.value, guarded) for a in n.args if not is_read(a.value))
+                    continue
+            if t is cst.Comparison and any(string_value(x) is not None for x in (
+                    n.left, *(c.comparator for c in n.comparisons))):
+                found = found or any(is_read(x) for x in nodes(n))
+                continue  # `device_arg == "xpu"`: compared with a name, placed nowhere
             if t is cst.If or t is cst.IfExp:
                 pol = guards.guard_polarity(self.facts, n.test)
                 if pol:
@@ -1004,6 +1020,30 @@ class HardcodedCuda(Rule):
                 continue
             stack.extend((k, guarded) for k in children(n, trivia=False))
         return found
+
+    def _handed_on(self, call: cst.Call, is_read, depth: int):
+        """For a call of a module-level function of the file passing a read (``is_read``) whole
+        as an argument: whether every such parameter is read only with CUDA in that function
+        (None when the call passes no read, or is no call of such a function)."""
+        passed = [(i, a) for i, a in enumerate(call.args) if is_read(a.value)]
+        if not passed:
+            return None
+        fn = next((s for s in self.ctx.module.body if type(s) is cst.FunctionDef
+                   and s.name.value == call.func.value), None)
+        if fn is None or any(a.star for a in call.args):
+            return None
+        params = [*fn.params.posonly_params, *fn.params.params]
+        for i, a in passed:
+            if a.keyword is not None:
+                name = a.keyword.value
+            elif i < len(params):
+                name = params[i].name.value
+            else:
+                return False
+            if not self._read_only_with_cuda(fn.body, lambda x, nm=name: type(x) is cst.Name and x.value == nm,
+                                             depth - 1):
+                return False
+        return True
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         """``device: str = "cuda"``: a configuration class's field (a dataclass, pyrallis or

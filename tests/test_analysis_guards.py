@@ -457,6 +457,11 @@ def test_code_importing_a_cuda_only_package():
     assert not m.file_guarded
     g = facts_of("import cupy as cp\nimport torch\nx = torch.ones(1).cuda()\n")
     assert guards.model(g).file_guarded
+    # unsloth raises at import without a GPU ("Requires at least 1 GPU"): a fine-tuning script on it
+    g = facts_of("from unsloth import FastLanguageModel\nimport torch\nx = torch.ones(1).to('cuda')\n")
+    assert guards.model(g).file_guarded
+    g = facts_of("from unslothed import FastLanguageModel\nimport torch\nx = torch.ones(1).to('cuda')\n")
+    assert not guards.model(g).file_guarded
 
 
 # ---- value flow through the file's calls ------------------------------------------------------

@@ -632,3 +632,41 @@ def test_a_switch_some_call_turns_on_or_a_library_function_keeps_its_findings():
     assert _codes(on) == [(7, "DL002")]
     library = UNNORMALIZED.replace("\n\n    cost = proximity_cost(torch.ones(2), torch.ones(4))\n    print(cost)\n", "\n")
     assert _codes(library) == [(7, "DL002")]
+
+
+# ---- an option's CUDA default handed to a function that asks for CUDA before using it --------------
+
+HANDED_OPTION = '''\
+    import argparse
+    import torch
+
+
+    def get_device(device_arg):
+        if device_arg == "cuda" and torch.cuda.is_available():
+            return torch.device("cuda")
+        elif device_arg == "mps" and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+
+
+    def run(size, device_name):
+        device = get_device(device_name)
+        print(torch.ones(size, device=device))
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", type=str, default="cuda")
+        args = parser.parse_args()
+        run(4, args.device)
+    '''
+
+
+def test_an_option_default_handed_to_a_function_that_checks_cuda_is_chosen_past():
+    """`run(4, args.device)` hands the option to `get_device`, which returns the GPU only when
+    it is usable (the other branches compare the name with "mps" and fall back to the CPU):
+    a run keeping the default `"cuda"` works without CUDA. Trap: `run` placing with the option
+    itself keeps the finding."""
+    assert _codes(HANDED_OPTION) == []
+    placed = HANDED_OPTION.replace("device = get_device(device_name)", "device = torch.device(device_name)")
+    assert (20, "DL002") in _codes(placed)
