@@ -666,7 +666,7 @@ class ContextTracker(BatchableCSTVisitor):
 
     def _enter_if(self, test, want: int) -> None:
         guarded = self.polarity(test) == want or guards.literal_truth(test) == -want \
-            or guards.switch_truth(self.facts, test) == -want  # (a branch the code's own switch never selects)
+            or guards.switch_truth(self.facts, test, self.function) == -want  # (a branch the code's own switch never selects)
         if not guarded and self._path:
             # `if not cuda and not mps: ... elif mps: ... else: model.cuda()`: by elimination
             guarded = guards.path_implies_cuda(self._path + [(test, want)], self.polarity)

@@ -570,18 +570,17 @@ def _switch_value(facts, name: cst.Name, depth: int = 4) -> Optional[bool]:
     return value
 
 
-def switch_truth(facts, test: cst.BaseExpression) -> int:
+def switch_truth(facts, test: cst.BaseExpression, fn: Optional[cst.FunctionDef]) -> int:
     """+1 / -1 when ``test`` is a parameter of a script's function that every call in the file
     leaves at, or sets to, the same literal (``_param_switch``: ``def cost(x, unnormalize=False)``
-    never called with ``unnormalize``), or its ``not``; else 0. A branch that value never selects
-    never runs. A module-level ``resume = False`` is not one: it is the knob a user flips."""
+    never called with ``unnormalize``), or its ``not``; else 0 (``fn``: the function the test is
+    in). A branch that value never selects never runs. A module-level ``resume = False`` is not
+    one: it is the knob a user flips."""
     sign = 1
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, sign = test.expression, -sign
     if not isinstance(test, cst.Name) or test.value in ("True", "False", "None"):
         return 0
-    chain = _switch_scopes(facts).get(id(test))
-    fn = chain[0] if chain else None
     if not (isinstance(fn, cst.FunctionDef) and any(p.name.value == test.value for p in (
             *fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params))):
         return 0  # (a module-level `resume = False` is a knob the user sets, as a flag is)
@@ -596,27 +595,18 @@ def _declares_global(fn: cst.FunctionDef, name: str) -> bool:
 
 def _switch_scopes(facts) -> dict:
     """id(Name) -> the scopes (functions, classes, lambdas) around it, innermost first, for the
-    names that look like switches or that an ``if`` / ``while`` tests (read once per file, when
-    a switch is first asked about)."""
+    names that look like switches (read once per file, when a switch is first asked about)."""
     out = facts.__dict__.get("_switch_scopes")
     if out is None:
         out = facts.__dict__["_switch_scopes"] = {}
-        tests: set = set()
         stack: list = [(facts.module, ())]
         while stack:
             node, chain = stack.pop()
             for child in node.children:
                 if isinstance(child, cst.Name):
-                    # (a device flag anywhere; any name an `if` / `while` tests: a switch may turn a
-                    # branch off, `if unnormalize:` with every call leaving it at `False`)
-                    if _NAMEISH_FLAG.search(child.value) or _CPU_FLAG.fullmatch(child.value) or (
-                            isinstance(node, (cst.If, cst.While)) and node.test is child) or (
-                            isinstance(node, cst.UnaryOperation) and id(node) in tests):
+                    if _NAMEISH_FLAG.search(child.value) or _CPU_FLAG.fullmatch(child.value):
                         out[id(child)] = chain
                     continue
-                if isinstance(node, (cst.If, cst.While)) and node.test is child \
-                        and isinstance(child, cst.UnaryOperation):
-                    tests.add(id(child))  # `if not debug:`
                 inner = (child, *chain) if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) else chain
                 stack.append((child, inner))
     return out
