@@ -89,6 +89,17 @@ class FileFacts:
         """(scope, dotted) -> kinds from usage, for the whole file (read-only)."""
         return self.values.usage
 
+    def mentions(self, word: bytes) -> bool:
+        """Whether ``word`` occurs in the file's bytes (searched once per file and word: a
+        question asked per node must not scan the whole source each time)."""
+        found = self.__dict__.get("_mentions")
+        if found is None:
+            found = self.__dict__["_mentions"] = {}
+        got = found.get(word)
+        if got is None:
+            got = found[word] = word in self.source
+        return got
+
     @property
     def names_a_gpu(self) -> bool:
         """Whether the file's text names a GPU placement at all (``.cuda(``, a ``"cuda"``/
@@ -746,10 +757,10 @@ class ContextTracker(BatchableCSTVisitor):
                 self.facts, func, self.function):
             self._params.add(node)  # `model.module.f(x.cuda())`: only the GPU path has `.module`
             self.guard_depth += 1
-        elif node.args and guards.ASKS_FLASH_WORD in self.facts.source and guards.requests_flash_attention(node):
+        elif node.args and self.facts.mentions(guards.ASKS_FLASH_WORD) and guards.requests_flash_attention(node):
             self._params.add(node)  # `from_pretrained(..., attn_implementation="flash_attention_2", device_map="cuda:0")`
             self.guard_depth += 1
-        elif node.args and guards.DDP_WORD in self.facts.source and guards.ddp_on_gpus(node):
+        elif node.args and self.facts.mentions(guards.DDP_WORD) and guards.ddp_on_gpus(node):
             self._params.add(node)  # `DistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])`
             self.guard_depth += 1
 
@@ -799,7 +810,7 @@ class _Closer(BatchableCSTVisitor):
                 type(s) in (cst.Expr, cst.Assign, cst.AnnAssign) and s.value is not None
                 and guards.reads_gpu_wrapper(t.facts, s.value, t.function) for s in node.body):
             t.blocks[-1].guarded = True  # `model.module.load(...)`: what follows is on the GPU path
-        elif not t.blocks[-1].guarded and guards.DDP_WORD in t.facts.source and any(
+        elif not t.blocks[-1].guarded and t.facts.mentions(guards.DDP_WORD) and any(
                 type(s) in (cst.Expr, cst.Assign, cst.AnnAssign) and type(s.value) is cst.Call
                 and guards.ddp_on_gpus(s.value) for s in node.body):
             t.blocks[-1].guarded = True  # a model wrapped for GPUs: what follows runs only with them

@@ -355,7 +355,7 @@ class UnguardedCudaApi(Rule):
         if fn is not None and not self._script and api != "synchronize":
             return  # a library module: only a training step's synchronize() is checked (finish)
         if api is not None:
-            if api == "set_device" and b"init_process_group" in self.facts.source and (
+            if api == "set_device" and self.facts.mentions(b"init_process_group") and (
                     node in guards.distributed_model(self.facts).pins):
                 return  # pins this rank's GPU for the process group its block starts: a multi-GPU launch
             if api in RAISES_ON_CPU:

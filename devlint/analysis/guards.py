@@ -41,7 +41,7 @@ import libcst as cst
 from devlint import lazyre
 from devlint.project import CUDA_ONLY_PACKAGES, TRITON_INTERPRETER
 from devlint.syntax import call_arg, dotted, is_library_module, is_main_guard, string_value
-from devlint.walk import nodes, statements
+from devlint.walk import children, nodes, statements
 
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "unittest.skip",
                         "pytest.exit", "raise_error"})
@@ -304,6 +304,17 @@ def _formula(test: cst.BaseExpression, leaves: dict, polarity) -> tuple:
     return ("leaf", key)
 
 
+def _leaf_nodes(test: cst.BaseExpression):
+    """The parts ``_formula`` splits ``test`` into."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _leaf_nodes(test.expression)
+    elif isinstance(test, cst.BooleanOperation):
+        yield from _leaf_nodes(test.left)
+        yield from _leaf_nodes(test.right)
+    else:
+        yield test
+
+
 def _holds(f: tuple, values: dict) -> bool:
     if f[0] == "leaf":
         return values[f[1]]
@@ -326,6 +337,8 @@ def path_implies_cuda(path: list, polarity) -> bool:
     other part may be either: where no choice makes every branch on the way taken, the
     branch runs only with CUDA. (A spelling is one value along the way: the tests of one
     ``if``/``elif`` chain are read at once.)"""
+    if not any(polarity(leaf) == 1 for test, _ in path for leaf in _leaf_nodes(test)):
+        return False  # nothing on the way says anything about CUDA (asked before spelling any part)
     leaves: dict = {}
     formulas = [(_formula(test, leaves, polarity), want == 1) for test, want in path]
     if 1 not in leaves.values():
@@ -457,7 +470,7 @@ def _answering_functions(facts) -> dict:
     if found is None:
         found = facts._answering_functions = {}  # registered first: a body may call another
         seen: dict = {}
-        for n in nodes(facts.module, into_scopes=True):
+        for n in _definitions(facts.module):
             if type(n) is not cst.FunctionDef or not isinstance(n.body, cst.IndentedBlock):
                 continue
             body = [st for st in n.body.body if not (
@@ -480,6 +493,15 @@ def _answering_functions(facts) -> dict:
         found.update((k, v) for k, v in seen.items() if v is not None and not (
             isinstance(v, cst.Call) and _callee(v) == k))
     return found
+
+
+def _definitions(module: cst.Module):
+    """Every function and class definition of the module, nested ones included, in source
+    order: a walk over statements only (a definition is never inside an expression)."""
+    for st in statements(module):
+        if type(st) in (cst.FunctionDef, cst.ClassDef):
+            yield st
+            yield from _definitions(st.body)
 
 
 class _EarlyFalse(cst.UnaryOperation):
@@ -602,7 +624,7 @@ def _switch_scopes(facts) -> dict:
         stack: list = [(facts.module, ())]
         while stack:
             node, chain = stack.pop()
-            for child in node.children:
+            for child in children(node, trivia=False):
                 if isinstance(child, cst.Name):
                     if _NAMEISH_FLAG.search(child.value) or _CPU_FLAG.fullmatch(child.value):
                         out[id(child)] = chain
@@ -614,7 +636,16 @@ def _switch_scopes(facts) -> dict:
 
 def _param_switch(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bool]:
     """``param`` of the script's module-level function ``fn``, never rebound there: the one value
-    every call of ``fn`` in the file gives it (see _switch_value)."""
+    every call of ``fn`` in the file gives it (see _switch_value). (Answered once per file.)"""
+    cache = facts.__dict__.setdefault("_param_switches", {})
+    key = (id(fn), param, depth)
+    if key not in cache:
+        cache[key] = None  # (a switch that passes itself on answers nothing)
+        cache[key] = _param_switch_uncached(facts, fn, param, depth)
+    return cache[key]
+
+
+def _param_switch_uncached(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bool]:
     module = facts.module
     if not (isinstance(fn, cst.FunctionDef) and any(s is fn for s in module.body)) \
             or param in facts.rebound.get(fn, ()) or not _script(facts):
@@ -659,21 +690,34 @@ def _script(facts) -> bool:
 def _calls_of(facts, fn: cst.FunctionDef) -> Optional[list]:
     """The calls of module-level function ``fn`` in the file, or None when its name is also used
     otherwise (passed as a value, exported in ``__all__``, rebound): then others may call it."""
-    cache = facts.__dict__.setdefault("_calls_of", {})
-    if fn in cache:
-        return cache[fn]
     name = fn.name.value
-    calls, other = [], 0
-    for n in nodes(facts.module, into_scopes=True):
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == name:
-            calls.append(n)
-        elif isinstance(n, cst.Name) and n.value == name and n is not fn.name:
-            other += 1
-        elif isinstance(n, cst.SimpleString) and string_value(n) == name:
-            other += 1  # `__all__ = ["load_model"]`, `getattr(mod, "load_model")`
+    calls, uses = _name_uses(facts)
+    found = calls.get(name, [])
     rebound = any(name in names for names in facts.rebound.values())
-    out = cache[fn] = calls if other == len(calls) and not rebound else None
-    return out
+    # (every use of the name, but the definition's own, is the callee of one of those calls)
+    return found if uses.get(name, 0) - 1 == len(found) and not rebound else None
+
+
+def _name_uses(facts) -> tuple:
+    """``(calls, uses)`` of the file, read in one walk: ``calls`` maps a name to the calls
+    ``name(...)``; ``uses`` counts every ``Name`` node spelling it (definitions included) and
+    every string literal that equals it (``__all__``, ``getattr(mod, "f")``)."""
+    got = facts.__dict__.get("_name_uses")
+    if got is None:
+        calls: dict = {}
+        uses: dict = {}
+        for n in nodes(facts.module, into_scopes=True):
+            t = type(n)
+            if t is cst.Name:
+                uses[n.value] = uses.get(n.value, 0) + 1
+            elif t is cst.Call and type(n.func) is cst.Name:
+                calls.setdefault(n.func.value, []).append(n)
+            elif t is cst.SimpleString:
+                v = string_value(n)
+                if v is not None:
+                    uses[v] = uses.get(v, 0) + 1
+        got = facts.__dict__["_name_uses"] = (calls, uses)
+    return got
 
 
 _CELL_MARKER = "# devlint-cell-"  # (devlint.notebook joins a notebook's code cells with these comments)
@@ -1128,7 +1172,7 @@ def _small_ensures(facts, small: cst.BaseSmallStatement, ensuring: set) -> bool:
         return True  # `trainer = pl.Trainer(accelerator="gpu")`: what follows runs with a GPU
     if t is cst.Expr and type(value.func) is cst.Attribute and value.func.attr.value in _RAISES_WITHOUT_CUDA:
         return True  # `unet.enable_xformers_memory_efficient_attention()`: diffusers raises without CUDA
-    if ASKS_FLASH_WORD in facts.source and requests_flash_attention(value):
+    if facts.mentions(ASKS_FLASH_WORD) and requests_flash_attention(value):
         return True  # `from_pretrained(..., attn_implementation="flash_attention_2")` raises without a GPU
     return _calls_ensuring(facts, value, ensuring)
 
@@ -1152,7 +1196,7 @@ def device_asserts(facts) -> tuple:
         return got
     asserts: set = set()
     queries: set = set()
-    if b"get_device_" in facts.source and b"assert" in facts.source:
+    if facts.mentions(b"get_device_") and facts.mentions(b"assert"):
         for n in nodes(facts.module, into_scopes=True):
             if type(n) not in (cst.Module, cst.IndentedBlock):
                 continue
@@ -1208,7 +1252,7 @@ def _pin(facts, call: cst.Call) -> bool:
     """``torch.cuda.set_device(local_rank)`` in a block that also starts a process group: one GPU
     per rank, a multi-GPU launch; what follows it in that block is part of it."""
     f = call.func
-    return (type(f) is cst.Attribute and f.attr.value == "set_device" and b"init_process_group" in facts.source
+    return (type(f) is cst.Attribute and f.attr.value == "set_device" and facts.mentions(b"init_process_group")
             and call in distributed_model(facts).pins)
 
 
@@ -1216,7 +1260,7 @@ def _nccl_collective(facts, call: cst.Call) -> bool:
     """``dist.all_reduce(t)`` where no condition encloses it, in a program whose process groups are
     NCCL only: a collective raises unless a process group is up, and every one is on GPUs."""
     f = call.func
-    if type(f) is not cst.Attribute or f.attr.value not in _COLLECTIVES or b"distributed" not in facts.source:
+    if type(f) is not cst.Attribute or f.attr.value not in _COLLECTIVES or not facts.mentions(b"distributed"):
         return False
     q = facts.qualname(f) or ""
     return q.startswith("torch.distributed.") and distributed_model(facts).nccl_only
