@@ -33,7 +33,7 @@ from libcst._batched_visitor import BatchableCSTVisitor
 from devlint import lazyre
 from devlint.analysis import guards
 from devlint.analysis.guards import ends_with_exit  # noqa: F401 - re-exported
-from devlint.analysis.usage import moves_param_first
+from devlint.analysis.usage import params_moved_first
 from devlint.analysis.values import (  # noqa: F401 (re-exported: rules import them from here)
     CONTAINER, CONVERSIONS, DEVICE, DEVICE_LESS_FACTORIES, DTYPE, FACTORIES, MODULE, MODULE_ONLY_USE,
     NON_MODULE_NN, PARAM, TENSOR, TENSOR_DATASET, TENSOR_FUNCS, TENSOR_LOADER, TENSOR_METHODS, TENSOR_ONLY_USE, ValueModel,
@@ -133,7 +133,7 @@ class FileFacts:
 
     def moved_params(self, func: str) -> tuple:
         """The parameters of the module-level function ``func`` of this file that its body moves
-        before any other read (``p = p.to(img)``, :func:`usage.moves_param_first`), as
+        before any other read (``p = p.to(img)``, :func:`usage.params_moved_first`), as
         ``(positional index or None, name)`` pairs; computed once per file."""
         table = self.__dict__.get("_moved_params")
         if table is None:
@@ -141,10 +141,10 @@ class FileFacts:
             for stmt in self.module.body:
                 if isinstance(stmt, cst.FunctionDef):
                     ps = list(stmt.params.posonly_params) + list(stmt.params.params)
-                    moved = tuple((i, p.name.value) for i, p in enumerate(ps)
-                                  if moves_param_first(stmt, p.name.value))
-                    moved += tuple((None, p.name.value) for p in stmt.params.kwonly_params
-                                   if moves_param_first(stmt, p.name.value))
+                    kw = list(stmt.params.kwonly_params)
+                    first = params_moved_first(stmt, [p.name.value for p in (*ps, *kw)])
+                    moved = tuple((i, p.name.value) for i, p in enumerate(ps) if p.name.value in first)
+                    moved += tuple((None, p.name.value) for p in kw if p.name.value in first)
                     table[stmt.name.value] = moved
         return table.get(func, ())
 

@@ -10,12 +10,12 @@ from devlint.analysis.calls import (call_graph, default_is_dead, default_reached
                                    unused_device_binding)
 from devlint.analysis.checkpoints import is_library_module, is_test_file
 from devlint.analysis.hostflow import LEGACY_DTYPES as LEGACY_TYPES
-from devlint.syntax import is_main_guard
 from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
 from devlint.fixes import (LEGACY_TYPES, DeviceChoice, choose_device, choose_library_device, cuda_to_call,
                            guarded_literal, legacy_factory, legacy_type_call, torch_ref)
 from devlint.rule import Invalid, Rule
+from devlint.syntax import is_main_guard
 from devlint.walk import children, nodes
 
 _NOT_DEVICE_CALLS = {"autocast", "GradScaler", "device_count"}
@@ -51,6 +51,10 @@ class HardcodedCuda(Rule):
     configuration class's `device: str = "cuda"` field that the file reads
     (`config.device`) and never overrides. An option the code itself switches off CUDA
     (`if not torch.cuda.is_available(): args.device = "cpu"`) is no portability problem.
+    A switch the code sets once and never changes (`use_cuda = True` at the top of a script, a
+    parameter every call sets so) chooses nothing: `if use_cuda: x.cuda()` and `device =
+    "cuda" if use_cuda else "cpu"` are always the CUDA device (a flag, a config value or a
+    notebook settings cell is the user's choice, and guards).
 
     Silent where the file makes sure of a GPU (`devlint.analysis.guards`): an availability
     check, a test gated for GPUs (`@RunIf(min_cuda_gpus=1)`, `skipif(not
@@ -105,6 +109,8 @@ class HardcodedCuda(Rule):
     `__main__` block, no module-level work) never gets an import-time device global: the fix
     uses a tensor parameter's device, or there is no fix. A literal that reaches `.to()`
     through calls is guarded where it is defined (safe when nothing else reads the name).
+    A device chosen by a switch the code sets gets the availability check beside the switch
+    (`"cuda" if use_cuda and torch.cuda.is_available() else "cpu"`).
     `set_default_tensor_type` and legacy types used as values are reported without a fix.
     """
 
@@ -159,6 +165,15 @@ class HardcodedCuda(Rule):
         "import sys\nimport torch\nuse_cuda = True\nif '--cpu' in sys.argv:\n    use_cuda = False\n"
         "if use_cuda:\n    torch.ones(2).cuda()\n",
         "import torch\nuse_cuda = True\ndef run(x, use_cuda=False):\n    if use_cuda:\n        x = x.cuda()\n    return x\n",
+        # a device chosen by such a switch: set to False, rebound by the command line, or a flag;
+        # or a choice nothing reads (in a script: a `__main__` block, so no module imports it)
+        "import torch\nIS_CUDA = True\nDEVICE = 'cuda' if IS_CUDA else 'cpu'\nnet = torch.nn.Linear(2, 2)\n"
+        "if __name__ == '__main__':\n    print(net(torch.ones(2)))\n",
+        "import torch\nuse_cuda = False\ndevice = 'cuda' if use_cuda else 'cpu'\nprint(torch.ones(2).to(device))\n",
+        "import sys\nimport torch\nuse_cuda = True\nif '--cpu' in sys.argv:\n    use_cuda = False\n"
+        "device = torch.device('cuda' if use_cuda else 'cpu')\nprint(torch.ones(2).to(device))\n",
+        "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--cuda', action='store_true')\n"
+        "args = p.parse_args()\ndevice = torch.device('cuda' if args.cuda else 'cpu')\nprint(torch.ones(2).to(device))\n",
         # the fallback after the GPU ran out of memory: it runs only where a GPU is
         "import torch\ndef run(model, x):\n    try:\n        return model(x)\n    except RuntimeError as e:\n"
         "        if 'out of memory' not in str(e):\n            raise\n        return model.cpu()(x.cpu()).cuda()\n",
@@ -427,10 +442,10 @@ class HardcodedCuda(Rule):
         # (a VALID example); `args.device = "cuda"` chooses nothing new, and is itself a finding
         Invalid(
             "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
-            "args = p.parse_args()\nargs.device = 'cuda'\n",
+            "args = p.parse_args()\nargs.device = 'cuda'\nprint(args.device)\n",
             "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
             "p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')\n"
-            "args = p.parse_args()\nargs.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
+            "args = p.parse_args()\nargs.device = 'cuda' if torch.cuda.is_available() else 'cpu'\nprint(args.device)\n",
         ),
         # a project module's name rebound to the model it builds: `model.cuda()` moves the model
         Invalid("import torch\nimport model\nmodel = model.NCF(10, 8)\nmodel.cuda()\nprint(model)\n",
@@ -457,6 +472,14 @@ class HardcodedCuda(Rule):
             "    lr: float = 0.1\nif __name__ == '__main__':\n    config = TrainConfig()\n"
             "    print(torch.nn.Linear(2, 2).to(config.device))\n",
         ),
+        # ... or picks the device: the choice is always the CUDA device
+        Invalid("import torch\nis_cuda = True\ndevice = 'cuda' if is_cuda else 'cpu'\nprint(torch.ones(2).to(device))\n",
+                "import torch\nis_cuda = True\ndevice = 'cuda' if is_cuda and torch.cuda.is_available() else 'cpu'\n"
+                "print(torch.ones(2).to(device))\n"),
+        Invalid("import torch\nUSE_CPU = False\ndev = torch.device('cuda:0' if not USE_CPU else 'cpu')\n"
+                "net = torch.nn.Linear(2, 2).to(dev)\n",
+                "import torch\nUSE_CPU = False\ndev = torch.device('cuda:0' if not USE_CPU and torch.cuda.is_available() else 'cpu')\n"
+                "net = torch.nn.Linear(2, 2).to(dev)\n"),
         # a switch hard-coded to True once, at module level: the CUDA branch always runs
         Invalid("import torch\nuse_cuda = True\nnet = torch.nn.Linear(2, 2)\nif use_cuda:\n    net = net.cuda()\n",
                 "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
@@ -703,11 +726,11 @@ class HardcodedCuda(Rule):
 
     def _never_read(self, name: str) -> bool:
         """``DEVICE = "cuda:0"`` / ``args.device = "cuda:0"`` that no line reads (assigned, maybe
-        again, but never read): a function's local, or, in a script (a ``__main__`` block: no
-        other module imports its names), a module name or attribute of the file."""
+        again, but never read): a function's local, or, in a script (a ``__main__`` block or a
+        notebook: no other module imports its names), a module name or attribute of the file."""
         module, fn = self.ctx.module, self.t.function
         local = "." not in name and fn is not None
-        if not local and not any(is_main_guard(st) for st in module.body):
+        if not local and not (self.ctx.filename.endswith(".ipynb") or any(is_main_guard(st) for st in module.body)):
             return False
         root = fn if local else module
         everything = list(nodes(root, into_scopes=True))
@@ -835,6 +858,8 @@ class HardcodedCuda(Rule):
         if q == "torch.device":
             if node in self._compared:
                 return
+            if node.args and type(node.args[0].value) is cst.IfExp:
+                self._switched_choice(node.args[0].value)  # `torch.device("cuda" if use_cuda else "cpu")`
             if node.args and is_cuda_string(node.args[0].value):
                 lit = node.args[0].value
                 self._handled.add(lit)
@@ -1096,6 +1121,14 @@ class HardcodedCuda(Rule):
         if self._silent():
             self._guarded_literals.add(node.value)
             return
+        if type(node.value) is cst.IfExp:
+            for t in node.targets:
+                d = dotted(t.target)
+                if (d is not None and "device" in d.rsplit(".", 1)[-1].lower()
+                        and not _DEVICE_TYPE_NAME.search(d.rsplit(".", 1)[-1]) and not self._never_read(d)):
+                    self._switched_choice(node.value)
+                    return
+            return
         if not is_cuda_string(node.value):
             return
         for t in node.targets:
@@ -1112,6 +1145,25 @@ class HardcodedCuda(Rule):
                     return  # `if not device: device = "cuda"`: a default no caller in the project leaves
                 self._guard_in_place(node.value, f"`{d}` is hard-coded to the CUDA device: what it places fails on a machine without CUDA")
                 return
+
+    def _switched_choice(self, choice: cst.IfExp) -> None:
+        """``"cuda" if use_cuda else "cpu"`` where the code itself sets ``use_cuda = True`` (a
+        switch no one who runs the program chooses, ``guards.code_set_switch``): the choice is
+        always the CUDA device. The fix asks for CUDA too: ``use_cuda and
+        torch.cuda.is_available()``."""
+        if not (is_cuda_string(choice.body) and string_value(choice.orelse) == "cpu") or choice.body in self._handled:
+            return
+        if guards.code_set_switch(self.facts, choice.test) is not True:
+            return
+        self._handled.add(choice.body)
+        t, needs_torch = torch_ref(self.facts)
+        test = cst.BooleanOperation(left=choice.test, operator=cst.And(),
+                                    right=cst.parse_expression(f"{t}.cuda.is_available()"))
+        code = self.ctx.module.code_for_node(choice.test)
+        self.report(choice.body, f"`{code}` is set in the code, so this choice is always the CUDA device: "
+                                 "what it places fails on a machine without CUDA",
+                    Fix(self._applicability(), "fall back to the CPU when CUDA is unavailable", {choice.test: test},
+                        needs_torch_import=needs_torch))
 
     def visit_Param(self, node: cst.Param) -> None:
         d = node.default

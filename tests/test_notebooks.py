@@ -255,6 +255,19 @@ def test_a_switch_set_in_a_cell_of_its_own_is_the_readers_choice(tmp_path, monke
     assert res.exit_code == (1 if reported else 0)
 
 
+@pytest.mark.parametrize("read, reported", [
+    # a notebook's device name that no cell reads places nothing (no module imports a notebook)
+    (False, False),
+    (True, True),
+])
+def test_a_notebook_device_that_no_cell_reads_places_nothing(tmp_path, monkeypatch, read, reported):
+    cells = [code(["import torch\n", "device = 'cuda:1'"], count=1),
+             code(["x = torch.ones(2)\n", "print(x.to(device))" if read else "print(x)"], count=2)]
+    write_nb(tmp_path / "scratch.ipynb", notebook(cells))
+    res = run(["check", "--select", "DL002", "scratch.ipynb"], tmp_path, monkeypatch)
+    assert ("DL002" in res.output) is reported, res.output
+
+
 def _md(text):
     return {"cell_type": "markdown", "metadata": {}, "source": [text]}
 

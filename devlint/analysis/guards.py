@@ -610,6 +610,19 @@ def switch_truth(facts, test: cst.BaseExpression, fn: Optional[cst.FunctionDef])
     return 0 if v is None else (sign if v else -sign)
 
 
+def code_set_switch(facts, test: cst.BaseExpression) -> Optional[bool]:
+    """The truth of ``test`` when it is a switch the code sets (``_switch_value``: ``use_cuda =
+    True`` once at module level, a script's parameter every call sets so) or its ``not``; None
+    when whoever runs the program may choose it."""
+    sign = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, sign = test.expression, not sign
+    if type(test) is not cst.Name:
+        return None
+    v = _switch_value(facts, test)
+    return None if v is None else v == sign
+
+
 def _declares_global(fn: cst.FunctionDef, name: str) -> bool:
     return any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names)
                for n in nodes(fn, into_scopes=True))
@@ -648,7 +661,7 @@ def _param_switch(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bo
 def _param_switch_uncached(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bool]:
     module = facts.module
     if not (isinstance(fn, cst.FunctionDef) and any(s is fn for s in module.body)) \
-            or param in facts.rebound.get(fn, ()) or not _script(facts):
+            or param in facts.rebound.get(fn, ()) or not is_script(facts):
         return None
     positional = [*fn.params.posonly_params, *fn.params.params]
     declared = next((p for p in (*positional, *fn.params.kwonly_params) if p.name.value == param), None)
@@ -675,7 +688,7 @@ def _param_switch_uncached(facts, fn: cst.CSTNode, param: str, depth: int) -> Op
     return seen.pop() if len(seen) == 1 else None
 
 
-def _script(facts) -> bool:
+def is_script(facts) -> bool:
     """The file is a program, not a library whose functions others call: it has a ``__main__``
     block, or it runs work at its top (a notebook, an exported notebook) and no module of the
     project imports it."""

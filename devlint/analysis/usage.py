@@ -577,23 +577,32 @@ def _is_move_of(small: cst.CSTNode, name: str) -> bool:
     return isinstance(moved, cst.Name) and moved.value == name
 
 
-def moves_param_first(fn: cst.FunctionDef, name: str) -> bool:
-    """``fn``'s parameter ``name`` is moved before anything else reads it: the first top-level
-    statement that mentions it is ``name = name.to(x)...`` (``.cuda()``, ``.type_as(x)``), so
-    whatever the caller passes, the body only meets it where the move puts it. A ``.to`` that
-    names only a dtype moves nothing."""
+def params_moved_first(fn: cst.FunctionDef, names) -> set:
+    """Which of ``names`` (parameters of ``fn``) are moved before anything else reads them: the
+    first top-level statement that mentions one is ``name = name.to(x)...`` (``.cuda()``,
+    ``.type_as(x)``), so whatever the caller passes, the body only meets it where the move puts
+    it. A ``.to`` that names only a dtype moves nothing. One pass over the statements."""
+    out: set = set()
     if not isinstance(fn.body, cst.IndentedBlock):
-        return False
+        return out
+    pending = set(names)
     for stmt in fn.body.body:
-        if not any(isinstance(n, cst.Name) and n.value == name for n in _names_in(stmt)):
+        if not pending:
+            break
+        hit = pending.intersection(n.value for n in _names_in(stmt))
+        if not hit:
             continue
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-                and _is_move_of(stmt.body[0], name)):
-            return False
-        move = factory_of_chain(stmt.body[0].value)
-        return not (move.func.attr.value == "to" and move.args
-                    and all((dotted(a.value) or "").rsplit(".", 1)[-1] in DTYPE_NAMES for a in move.args))
-    return False
+        pending -= hit
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            continue
+        for name in hit:
+            if not _is_move_of(stmt.body[0], name):
+                continue
+            move = factory_of_chain(stmt.body[0].value)
+            if not (move.func.attr.value == "to" and move.args
+                    and all((dotted(a.value) or "").rsplit(".", 1)[-1] in DTYPE_NAMES for a in move.args)):
+                out.add(name)
+    return out
 
 
 DTYPE_NAMES = frozenset("float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long "
