@@ -37,7 +37,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 39
+SUMMARY_VERSION = 40
 # how a dataset class's name ends (``Dataset``, ``InMemoryDataset``, ``ImageFolder``, ``LightningDataModule``)
 DATASET_NAMES = ("Dataset", "ImageFolder", "DatasetFolder", "DataModule")
 
@@ -1151,6 +1151,25 @@ _CU_SOURCE = lazyre.compile(rb"""\.cu['"]|cuda_sources[ \t]*=""")
 
 
 # what a file that deals with devices spells (devlint.analysis.usage reads the same words)
+_TOP_DEVICE_NAME = lazyre.compile(rb"^([A-Za-z_]*[Dd][Ee][Vv][Ii][Cc][Ee]\w*)[ \t]*=(?!=)", re.M)
+
+
+def unread_device_names(source: bytes) -> frozenset:
+    """Device-named variables a file binds at its top level (``DEVICE = "cuda"``) where every
+    spelling of the name is such a binding: the file never reads them. A text test, the same
+    for the index (which then asks whether another module imports the file) and for DL002."""
+    if b"__main__" in source or b"evice" not in source and b"EVICE" not in source:
+        return frozenset()  # (a `__main__` script: no module imports it, nothing to ask)
+    out = set()
+    for m in _TOP_DEVICE_NAME.finditer(source):
+        name = re.escape(m.group(1))
+        spelled = len(re.findall(rb"(?<![\w.])" + name + rb"(?!\w)", source))
+        bound = len(re.findall(rb"(?m)^" + name + rb"[ \t]*=(?!=)", source))
+        if spelled == bound:
+            out.add(m.group(1).decode())
+    return frozenset(out)
+
+
 _NAMES_DEVICE = lazyre.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
 
 
@@ -2861,8 +2880,11 @@ class ProjectIndex:
         # DL009: a plain tensor attribute that a project `_apply` elsewhere moves with the model
         applied = self._applied(path, source) if _TENSOR_ATTRIBUTE.search(source) else frozenset()
         # DL009: a script naming no device runs its modules on the host, unless another module imports them
-        reused = (own.script and _CLASS_HEAD.search(b"\n" + source) is not None
-                  and _NAMES_DEVICE.search(source) is None and self._imported(path))
+        # DL002: a device name a script binds at its top and never reads places nothing, unless
+        # another module imports it
+        reused = (own.script and ((_CLASS_HEAD.search(b"\n" + source) is not None and _NAMES_DEVICE.search(source) is None)
+                                  or unread_device_names(source))
+                  and self._imported(path))
         if not (need_cuda or need_ckpt or need_tensor):
             return ProjectFacts(module_bases=module_bases, defaults_reached=defaults_reached,
                                 stateless_modules=stateless, placing=placing, loader_params=loader_params,

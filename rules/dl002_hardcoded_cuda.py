@@ -14,6 +14,7 @@ from devlint.diagnostic import Applicability, Fix
 from devlint.facts import call_arg, dotted, is_cuda_string, root_name, string_value
 from devlint.fixes import (LEGACY_TYPES, DeviceChoice, choose_device, choose_library_device, cuda_to_call,
                            guarded_literal, legacy_factory, legacy_type_call, torch_ref)
+from devlint.project import unread_device_names
 from devlint.rule import Invalid, Rule
 from devlint.syntax import is_main_guard
 from devlint.walk import children, nodes
@@ -727,10 +728,15 @@ class HardcodedCuda(Rule):
     def _never_read(self, name: str) -> bool:
         """``DEVICE = "cuda:0"`` / ``args.device = "cuda:0"`` that no line reads (assigned, maybe
         again, but never read): a function's local, or, in a script (a ``__main__`` block or a
-        notebook: no other module imports its names), a module name or attribute of the file."""
+        notebook: no other module imports its names), a module name or attribute of the file.
+        A plain module name also counts in a file that runs work at its top when no project
+        module imports it (``ProjectFacts.imported``, which the index asks for such a name)."""
         module, fn = self.ctx.module, self.t.function
         local = "." not in name and fn is not None
-        if not local and not (self.ctx.filename.endswith(".ipynb") or any(is_main_guard(st) for st in module.body)):
+        script = self.ctx.filename.endswith(".ipynb") or any(is_main_guard(st) for st in module.body) or (
+            name in unread_device_names(self.facts.source) and not is_library_module(module)
+            and not self.facts.project.imported)
+        if not local and not script:
             return False
         root = fn if local else module
         everything = list(nodes(root, into_scopes=True))

@@ -1621,3 +1621,18 @@ def test_a_wrapper_that_launches_on_one_branch_only_guards_no_caller(tmp_path, m
                               "    if x.is_cuda:\n        add_kernel[(1,)](x, out, x.numel())\n")
     write(tmp_path, {"kernels.py": branchy, "test_add.py": KERNEL_USER})
     assert lint(tmp_path, monkeypatch, "test_add.py") == [("test_add.py", 6, "DL002")]
+
+
+# a device name a script binds at its top and never reads places nothing, unless another
+# module of the project imports the script (and may read the name there)
+UNREAD_DEVICE = ("import torch\nIS_CUDA = True\nDEVICE = 'cuda' if IS_CUDA else 'cpu'\n"
+                 "net = torch.nn.Linear(2, 2)\nprint(net(torch.ones(2)))\n")
+
+
+@pytest.mark.parametrize("importer, reported", [
+    (None, False),
+    ("from sim import DEVICE\nimport torch\nprint(torch.ones(2).to(DEVICE))\n", True),
+])
+def test_a_device_name_a_script_never_reads(tmp_path, monkeypatch, importer, reported):
+    write(tmp_path, {"sim.py": UNREAD_DEVICE, **({"run.py": importer} if importer else {})})
+    assert (("sim.py", 3, "DL002") in lint(tmp_path, monkeypatch, "sim.py")) is reported
