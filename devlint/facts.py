@@ -263,7 +263,7 @@ class _Prescan:
         d = dotted(target)
         if d is None or value is None:
             return
-        if f.is_availability_expr(value) and not isinstance(value, (cst.Name, cst.Attribute)):
+        if not isinstance(value, (cst.Name, cst.Attribute)) and f.is_availability_expr(value):
             f.guard_flags.add(d)
         if "." not in d and self._is_device_definition(d, value, scope):
             f.device_vars.append(DeviceVar(d, stmt, scope, guarded=not self._hardcoded(value)))

@@ -151,8 +151,15 @@ def literal_truth(test: cst.BaseExpression) -> int:
     return 0
 
 
+# the node types a guard can be spelled as (anything else, a subscript, a literal, arithmetic, is 0)
+_POLARITY_TYPES = frozenset({cst.UnaryOperation, cst.BooleanOperation, cst.IfExp, cst.Call, cst.Attribute,
+                             cst.Name, cst.Comparison})
+
+
 def guard_polarity(facts, test: cst.BaseExpression) -> int:
     """+1 when ``test`` being true implies CUDA is usable, -1 when its negation does, else 0."""
+    if type(test) not in _POLARITY_TYPES:
+        return 0
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return -guard_polarity(facts, test.expression)
     if isinstance(test, cst.BooleanOperation):
@@ -174,7 +181,7 @@ def guard_polarity(facts, test: cst.BaseExpression) -> int:
             return 1  # a torch-compatible package's or CUDA binding's own check (`cupy.cuda.is_available()`)
         if q is None and not test.args:
             name = _callee(test)
-            returned = _answering_functions(facts).get(name)
+            returned = _answering_functions(facts).get(name) if name in _defined_names(facts) else None
             asking = facts.__dict__.setdefault("_answering_now", set())
             if returned is not None and name not in asking:
                 # `self.use_gpu()` whose body is `return len(self.opt.gpu_ids) > 0`
@@ -495,6 +502,19 @@ def _answering_functions(facts) -> dict:
     return found
 
 
+_DEF_NAME = lazyre.compile(rb"\bdef\s+([^\s(:]+)")  # (any identifier, non-ASCII ones too)
+
+
+def _defined_names(facts) -> frozenset:
+    """The names the file's text defines with ``def`` (a superset: one scan of the bytes per
+    file), so that a call of a function the file does not define never builds the answers."""
+    got = facts.__dict__.get("_defined_names")
+    if got is None:
+        got = facts.__dict__["_defined_names"] = frozenset(
+            m.decode("utf-8", "replace") for m in _DEF_NAME.findall(facts.source))
+    return got
+
+
 def _definitions(module: cst.Module):
     """Every function and class definition of the module, nested ones included, in source
     order: a walk over statements only (a definition is never inside an expression)."""
@@ -660,9 +680,9 @@ def _param_switch(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bo
 
 def _param_switch_uncached(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bool]:
     module = facts.module
-    if not (isinstance(fn, cst.FunctionDef) and any(s is fn for s in module.body)) \
-            or param in facts.rebound.get(fn, ()) or not is_script(facts):
-        return None
+    if not is_script(facts) or not isinstance(fn, cst.FunctionDef) or param in facts.rebound.get(fn, ()) \
+            or not any(s is fn for s in module.body):
+        return None  # (the cheap questions first: most files are libraries)
     positional = [*fn.params.posonly_params, *fn.params.params]
     declared = next((p for p in (*positional, *fn.params.kwonly_params) if p.name.value == param), None)
     if declared is None:
