@@ -11,8 +11,8 @@
 Every repository of ``benchmarks/ecosystem/repos.toml`` is linted as a new user would lint it
 (``devlint check --isolated --no-cache``: default rules, no configuration) from its own root.
 Each finding is matched to ``benchmarks/ecosystem/labels.jsonl`` by repository, path, notebook
-cell, rule and a short hash of the stripped source line (so a drifted checkout or a moved line
-is caught, not mislabelled), the nearest labelled line winning. Per rule and per set it prints
+cell, rule, line and a short hash of the stripped source line (so a drifted checkout or a moved
+line is caught, not mislabelled, and a second line with the same text is judged on its own). Per rule and per set it prints
 findings, labelled true, labelled false, unlabelled, precision (true / labelled findings) and
 recall (true findings / (true findings + labelled bugs devlint does not report, each missed
 sample line counted with the weight of its sampling stratum)), then lines per second and any
@@ -223,10 +223,13 @@ class LabelIndex:
             self.by_key[label_key(lab["repo"], lab["path"], lab.get("cell"), lab["rule"], lab["hash"])].append(lab)
 
     def find(self, repo, path, cell, rule, h, line) -> dict | None:
-        cands = self.by_key.get(label_key(repo, path, cell, rule, h))
-        if not cands:
-            return None
-        return min(cands, key=lambda lab: abs(lab["line"] - line))
+        """The label of this very line. A line with the same text elsewhere in the file (a second
+        ``device='cuda',`` in another dict of a config) is another line, judged on its own: it
+        never borrows that label (the commits are pinned, so a labelled line does not move)."""
+        for lab in self.by_key.get(label_key(repo, path, cell, rule, h), ()):
+            if lab["line"] == line:
+                return lab
+        return None
 
 
 # --- the run -------------------------------------------------------------------------------

@@ -153,3 +153,16 @@ def test_a_bug_in_a_file_the_repository_gitignores_is_no_miss(tmp_path):
     assert table[("tune", "DL002")]["missed"] == 1 and table[("tune", "DL002")]["ignored_lines"] == 1
     sample = ecosystem.miss_sample(str(tmp_path), [repo], run_, 6)
     assert {s["path"] for s in sample} == {"train.py"}
+
+
+def test_a_second_line_with_the_same_text_does_not_borrow_a_label():
+    # a config with `device='cuda',` in its train dict (read: a bug) and its test dict (never
+    # read): a finding on the unlabelled one is unlabelled, not counted with the other's label
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from ecosystem import LabelIndex
+
+    h = line_hash("device='cuda',")
+    lab = {"repo": "o/r", "path": "cfg.py", "cell": None, "rule": "DL002", "hash": h, "line": 22, "bug": True}
+    index = LabelIndex([lab])
+    assert index.find("o/r", "cfg.py", None, "DL002", h, 22) is lab
+    assert index.find("o/r", "cfg.py", None, "DL002", h, 41) is None
