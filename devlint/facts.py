@@ -135,18 +135,24 @@ class FileFacts:
         """The parameters of the module-level function ``func`` of this file that its body moves
         before any other read (``p = p.to(img)``, :func:`usage.params_moved_first`), as
         ``(positional index or None, name)`` pairs; computed once per file."""
-        table = self.__dict__.get("_moved_params")
-        if table is None:
-            table = self.__dict__["_moved_params"] = {}
-            for stmt in self.module.body:
-                if isinstance(stmt, cst.FunctionDef):
-                    ps = list(stmt.params.posonly_params) + list(stmt.params.params)
-                    kw = list(stmt.params.kwonly_params)
-                    first = params_moved_first(stmt, [p.name.value for p in (*ps, *kw)])
-                    moved = tuple((i, p.name.value) for i, p in enumerate(ps) if p.name.value in first)
-                    moved += tuple((None, p.name.value) for p in kw if p.name.value in first)
-                    table[stmt.name.value] = moved
-        return table.get(func, ())
+        defs = self.__dict__.get("_top_functions")
+        if defs is None:  # the module-level functions by name (the last definition wins)
+            defs = self.__dict__["_top_functions"] = {
+                stmt.name.value: stmt for stmt in self.module.body if isinstance(stmt, cst.FunctionDef)}
+            self.__dict__["_moved_params"] = {}
+        table = self.__dict__["_moved_params"]
+        got = table.get(func)
+        if got is None:
+            stmt = defs.get(func)
+            got = ()
+            if stmt is not None:  # (read only for a function some call asks about)
+                ps = list(stmt.params.posonly_params) + list(stmt.params.params)
+                kw = list(stmt.params.kwonly_params)
+                first = params_moved_first(stmt, [p.name.value for p in (*ps, *kw)])
+                got = tuple((i, p.name.value) for i, p in enumerate(ps) if p.name.value in first)
+                got += tuple((None, p.name.value) for p in kw if p.name.value in first)
+            table[func] = got
+        return got
 
     # ---- tensor vs Module ----------------------------------------------------
     def kinds(self, key: str, scope) -> set:

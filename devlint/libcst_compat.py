@@ -12,6 +12,7 @@ from __future__ import annotations
 # (module, attribute path) that devlint/walk.py, devlint/rule.py and devlint/facts.py use
 REQUIRED: tuple[tuple[str, str], ...] = (
     ("libcst", "CSTNode._visit_and_replace_children"),
+    ("libcst", "CSTNode.__post_init__"),  # devlint/engine.py parses without per-node validation
     ("libcst", "CSTNode._codegen"),
     ("libcst", "Module._codegen"),
     ("libcst._nodes.internal", "CodegenState"),

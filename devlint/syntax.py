@@ -75,6 +75,10 @@ def root_name(node: cst.CSTNode) -> Optional[str]:
 
 def string_value(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, cst.SimpleString):
+        raw = node.value
+        q = raw[:1]
+        if (q == "'" or q == '"') and len(raw) >= 2 and raw[-1] == q and "\\" not in raw and raw[:3] != q * 3:
+            return raw[1:-1]  # a plain one-line literal: its text is its value (no literal_eval)
         try:
             v = node.evaluated_value
         except Exception:  # noqa: BLE001 - bytes/odd prefixes

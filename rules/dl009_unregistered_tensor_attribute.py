@@ -207,8 +207,23 @@ class UnregisteredTensorAttribute(Rule):
         "        self.mean = torch.Tensor(mean)\n        self.mu = torch.zeros(4)\n"
         "        self.unused = torch.ones(3)\n"
         "    def forward(self, x):\n        return score(x - self.mean.type_as(x)[None, :, None, None], mu=self.mu)\n",
+        # another class's own attribute of the same name (neither derives the other) is no read
+        "import torch\nfrom torch import nn\nclass Enc(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.noise = torch.zeros(0)\n    def forward(self, x):\n        return x\n"
+        "class Dec(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.noise = torch.zeros(0)\n"
+        "    def forward(self, x):\n        self.noise = torch.randn_like(x)\n        return x + self.noise\n",
     ]
     INVALID = [
+        # ... but a class deriving it reads the same object's attribute
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Enc(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.noise = torch.zeros(3)\n"
+            "class Child(Enc):\n    def forward(self, x):\n        return x + self.noise\n",
+            "import torch\nfrom torch import nn\nclass Enc(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.register_buffer(\"noise\", torch.zeros(3), persistent=False)\n"
+            "class Child(Enc):\n    def forward(self, x):\n        return x + self.noise\n",
+            unsafe=True,
+        ),
         # a device the constructor picks itself is no caller's choice: the tensor stays there
         Invalid(
             "import torch\nfrom torch import nn\nclass Focus(nn.Module):\n    def __init__(self):\n"
@@ -515,7 +530,7 @@ class UnregisteredTensorAttribute(Rule):
             if (attr not in self.used_after_init.get(cls, ()) and attr not in self.param_rebinds.get(cls, {})
                     and mentions > self.assigned.get(cls, {}).get(attr, 0) == 1):
                 continue  # read only by `__init__`, to build something else: no method meets it later
-            if (mentions == self.assigned.get(cls, {}).get(attr, 0) and self._never_read(attr)
+            if (mentions == self.assigned.get(cls, {}).get(attr, 0) and self._never_read(attr, cls, by_name)
                     and self._own_lineage(cls, by_name, set())):
                 continue  # nothing in the file reads it: no computation meets it on the wrong device
             filled = self.filled.get(cls, {}).get(attr, 0)  # `self.x[:, 0] = 0` while building it
@@ -560,13 +575,27 @@ class UnregisteredTensorAttribute(Rule):
                 fix = unsafe("register it with `register_buffer(..., persistent=False)`", {node: cst.Expr(call)})
             self.report(node, msg, fix)
 
-    def _never_read(self, attr: str) -> bool:
-        """No ``.attr`` in the file's text besides its assignments, and no dynamic lookup."""
+    def _never_read(self, attr: str, cls: cst.ClassDef, by_name: dict) -> bool:
+        """No ``.attr`` in the file's text besides its assignments, and no dynamic lookup. A
+        ``self.attr`` in the methods of another class of the file that shares no instance with
+        ``cls`` (neither derives the other, and no class of the file derives both) is that class's
+        own attribute of the same name, not a read of this one."""
         src = self.facts.source
         if b"getattr(" in src or b"__dict__" in src:
             return False
         total = sum(d.get(attr, 0) for d in self.assigned.values())
-        return len(re.findall(rb"\." + re.escape(attr.encode()) + rb"\b", src)) <= total
+        text = len(re.findall(rb"\." + re.escape(attr.encode()) + rb"\b", src))
+        if text <= total:
+            return True
+        others = [c for c, reads in self.reads.items() if c is not cls and reads.get(attr)]
+        if not others:
+            return False
+        lineages = [_ancestors(c, by_name) | {c} for c in self.facts.class_nodes]
+        related = {id(c) for line in lineages if cls in line for c in line}
+        if any(id(c) in related for c in others):
+            return False
+        own = self.assigned.get(cls, {}).get(attr, 0) + sum(self.reads[c][attr][0] for c in others)
+        return text <= own
 
     def _own_lineage(self, cls: cst.ClassDef, by_name: dict, seen: set) -> bool:
         """Every class ``cls`` derives is the file's own or a library Module (torch.nn, Lightning):
@@ -741,6 +770,20 @@ def _is_super_init(stmt: cst.CSTNode) -> bool:
                 if dotted(recv) is not None and small.value.args:
                     return True  # nn.Module.__init__(self) / Base.__init__(self, ...)
     return False
+
+
+def _ancestors(cls: cst.ClassDef, by_name: dict) -> set:
+    """The classes of the file that ``cls`` derives, directly or not (by name)."""
+    out: set = set()
+    todo = [cls]
+    while todo:
+        c = todo.pop()
+        for base in c.bases:
+            parent = by_name.get(dotted(base.value) or "")
+            if parent is not None and parent not in out and parent is not cls:
+                out.add(parent)
+                todo.append(parent)
+    return out
 
 
 def _after_super_init(method: cst.FunctionDef, stmt: cst.CSTNode) -> bool:

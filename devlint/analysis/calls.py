@@ -387,6 +387,8 @@ def default_reached(facts, fn: cst.FunctionDef, param: cst.Param) -> bool:
         d = facts.qualname(dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator) or ""
         if d.split(".")[0] in _CLI_MODULES:
             return True
+    if not any(facts.mentions(m.encode()) for m in _CLI_MODULES):
+        return False  # (no runner of a command-line module can be handed it: the text names none)
     name = fn.name.value
     for n in nodes(facts.module, into_scopes=True):
         if isinstance(n, cst.Call) and any(isinstance(a.value, cst.Name) and a.value.value == name for a in n.args):
