@@ -17,7 +17,7 @@ from devlint.facts import MODULE, PARAM, TENSOR
 from devlint.fixes import device_draw, method_call, numpy_round_trip_fix, one_hot_fix, scalar_fill_fix
 from devlint.rule import Invalid, Rule, unsafe
 from devlint.syntax import string_value
-from devlint.walk import nodes
+from devlint.walk import nodes, statements
 
 # NumPy calls whose data could be made on the device: random draws, these, and nothing else
 HOST_FACTORIES = frozenset({"numpy.zeros", "numpy.ones", "numpy.full"})
@@ -140,6 +140,26 @@ def _moves_in_place_of(facts, small: cst.CSTNode, items: set, moved_batches: Opt
               and len(recv.slice) == 1 and isinstance(recv.slice[0].slice, cst.Index)
               and isinstance(recv.slice[0].slice.value, (cst.SimpleString, cst.Integer))):
             yield t.value, v  # `mask = batch["attention_mask"].to(d)`: the loader's host tensor stays in `batch`
+
+
+def _bound_from_move(facts, root: cst.CSTNode, name: str) -> bool:
+    """A statement of ``root`` binds ``name`` to a value with a move in it (``xs = xs.to(d)``,
+    ``outs = [o.cuda() for o in outs]``): what it holds may already be on the device."""
+    for st in statements(root.body if isinstance(root, cst.FunctionDef) else root):
+        if isinstance(st, (cst.Assign, cst.AnnAssign)) and st.value is not None and any(
+                name in names_in(t.target) for t in (st.targets if isinstance(st, cst.Assign) else [st])):
+            if any(isinstance(n, cst.Call) and is_move(facts, n) for n in nodes(st.value)):
+                return True
+    return False
+
+
+def _target_names(target: cst.BaseExpression) -> set:
+    """The names a ``for`` target binds: ``x``, ``x, y``, ``i, (x, y)``."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for el in target.elements for n in _target_names(el.value)}
+    return set()
 
 
 def _changes(stmt: cst.CSTNode, name: str) -> bool:
@@ -380,6 +400,12 @@ class LoopTransfer(Rule):
         "        x = t5(p)\n        if offload:\n            t5, ae = t5.cpu(), ae.cpu()\n"
         "            torch.cuda.empty_cache()\n        x = denoise(x)\n        if offload:\n"
         "            ae.decoder.to(x.device)\n        print(ae.decode(x))\n",
+        # ... but not the rows of a tensor the function moved to the device, nor items of a list
+        # it rebuilt from moves: they may be there already, and the copy back is the only one
+        "import torch\ndef f(x, device):\n    x = x.to(device)\n    for row in x:\n"
+        "        row = row.to(device)\n        print(row.cpu())\n",
+        "import torch\ndef g(outs):\n    outs = [o.cuda() for o in outs]\n    for o in outs:\n"
+        "        o = o.cuda()\n        print(o.cpu())\n",
     ]
     INVALID = [
         # a module moved away and back every iteration: the move back is a round trip, not an invariant
@@ -462,6 +488,13 @@ class LoopTransfer(Rule):
             "import torch\nfor i in range(3):\n    boxes = torch.ones(1, 4).cuda() * torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()\n",
             "import torch\nboxes_scale = torch.Tensor([[0.1, 0.1, 0.2, 0.2]]).cuda()\nfor i in range(3):\n"
             "    boxes = torch.ones(1, 4).cuda() * boxes_scale\n",
+        ),
+        # the loop's own items, moved to the device in place, then copied back: whatever the
+        # iterable is, nothing moves a tensor to the device it is already on
+        Invalid(
+            "import torch\ndef test(model, test_loader, metric):\n    for data, target in test_loader:\n"
+            "        data = data.cuda(non_blocking=True)\n        target = target.cuda(non_blocking=True)\n"
+            "        out = model(data)\n        metric(out.cpu().numpy(), target.cpu().numpy())\n",
         ),
         # a loader's labels moved to the device unchanged, then copied back for the metrics
         Invalid(
@@ -748,8 +781,21 @@ class LoopTransfer(Rule):
         if not isinstance(loop.body, cst.IndentedBlock):
             return
         items = set(self.facts.loader_items(loop, self.t.scope, self.t.cls))
-        if not items:
-            return
+        loader = bool(items)
+        if not loader:
+            # no evidence of a DataLoader: the loop's own items, moved to the device in place,
+            # were host data all the same (nothing moves a tensor to the device it is already on),
+            # unless the loop walks a tensor the file knows (its rows may already be on the device)
+            scope, cls = self.t.scope, self.t.cls
+            it = loop.iter
+            if (self.facts.kind_of(it, scope, cls) in (TENSOR, PARAM)
+                    or self.facts.placement_of(it, scope, cls)[0] is not None
+                    or (isinstance(it, cst.Name) and _bound_from_move(
+                        self.facts, scope if scope is not None else self.ctx.module, it.value))):
+                return
+            items = _target_names(loop.target)
+            if not items:
+                return
         moved: dict = {}  # name -> its move
         moved_batches: dict = {}  # loader item -> the move applied to each of its tensors
         for st in loop.body.body:
@@ -766,7 +812,8 @@ class LoopTransfer(Rule):
                                 f"keep the host tensor (`{root}_host = {root}` before the move) and read that"
                                 if isinstance(recv, cst.Name) and recv.value == root else
                                 "keep the loader's host batch and read that")
-                        self.report(n, f"`{root}` was a host tensor from the loader, moved to the device unchanged "
+                        where = "a host tensor from the loader" if loader else "this iteration's host item"
+                        self.report(n, f"`{root}` was {where}, moved to the device unchanged "
                                        f"this iteration; `{short(self.ctx.module.code_for_node(n), 40)}` copies it "
                                        f"back every iteration (a synchronising copy): {keep}")
                 for name in list(moved):
