@@ -62,11 +62,18 @@ def _read_back_root(facts, call: cst.Call) -> Optional[str]:
     return e.value if isinstance(e, cst.Name) else None
 
 
+_CASTS = frozenset({"float", "double", "half", "long", "int"})
+
+
 def _wrapped(facts, e: cst.BaseExpression) -> cst.BaseExpression:
-    """``Variable(x, volatile=True)`` (the legacy autograd wrapper) holds ``x``'s data: ``x``."""
+    """``Variable(x, volatile=True)`` (the legacy autograd wrapper) holds ``x``'s data: ``x``; so
+    does a host cast on the way to the device (``x.float().cuda()``)."""
     if (isinstance(e, cst.Call) and e.args and e.args[0].keyword is None and not e.args[0].star
             and (facts.qualname(e.func) or "").endswith("autograd.Variable")):
         return e.args[0].value
+    if (isinstance(e, cst.Call) and not e.args and isinstance(e.func, cst.Attribute)
+            and e.func.attr.value in _CASTS and isinstance(e.func.value, cst.Name)):
+        return e.func.value
     return e
 
 
@@ -496,6 +503,12 @@ class LoopTransfer(Rule):
             "        data = data.cuda(non_blocking=True)\n        target = target.cuda(non_blocking=True)\n"
             "        out = model(data)\n        metric(out.cpu().numpy(), target.cpu().numpy())\n",
         ),
+        # ... also moved only when CUDA is there (then it is copied back), through an alias and a cast
+        Invalid(
+            "import torch\ndef val(net, val_bar, out):\n    for val_lr, val_hr in val_bar:\n        lr, hr = val_lr, val_hr\n"
+            "        hr = val_hr\n        if torch.cuda.is_available():\n            lr = lr.cuda()\n"
+            "            hr = hr.float().cuda()\n        sr = net(lr)\n        out.append((hr.data.cpu(), sr.data.cpu()))\n",
+        ),
         # a loader's labels moved to the device unchanged, then copied back for the metrics
         Invalid(
             "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
@@ -822,9 +835,18 @@ class LoopTransfer(Rule):
             for name in list(moved_batches):
                 if _changes(st, name):
                     del moved_batches[name]
-            if isinstance(st, cst.SimpleStatementLine):
-                for small in st.body:
+            lines = [st] if isinstance(st, cst.SimpleStatementLine) else []
+            if (isinstance(st, cst.If) and st.orelse is None and isinstance(st.body, cst.IndentedBlock)
+                    and self.facts.guard_polarity(st.test) == 1):
+                # `if torch.cuda.is_available(): x = x.cuda()`: with CUDA, the move happens
+                lines = [b for b in st.body.body if isinstance(b, cst.SimpleStatementLine)]
+            for line in lines:
+                for small in line.body:
                     items |= set(_unpacked_items(small, items))  # `inputs, gts = data`
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Name)
+                            and small.value.value in items):
+                        items.add(small.targets[0].target.value)  # `hr = val_hr`: the same host tensor
                     for name, move in _moves_in_place_of(self.facts, small, items, moved_batches):
                         moved[name] = move
 
