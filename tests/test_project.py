@@ -708,17 +708,26 @@ VALIDATE = ("import torch\n\ndef validate(val_loader, model):\n    for i, (x, y)
             "        y = y.cuda()\n        out = model(x.cuda())\n        print(out.sum().item(), y.cpu().numpy().sum())\n")
 
 
+def _dl003_messages(root: Path, monkeypatch) -> list[str]:
+    monkeypatch.chdir(root)
+    res = CliRunner().invoke(main, ["check", "--output-format", "json", "--exit-zero", "--no-cache", "--select", "DL003",
+                                    "function.py"], catch_exceptions=False)
+    return [d["message"] for d in json.loads(res.stdout) if d["line"] == 7]
+
+
 def test_a_parameter_every_caller_fills_with_a_dataloader_yields_host_batches(tmp_path, monkeypatch):
     """DL003's copied-back batch: `validate(val_loader, ...)` is called from another file with a
-    DataLoader, so `y` is a host batch item, moved unchanged and copied back each iteration. Its
-    trap: a caller passing a plain list of tensors says nothing about what the loop yields."""
+    DataLoader, so `y` is a host batch item from the loader, moved unchanged and copied back each
+    iteration. A caller passing a plain list of host tensors leaves the same round trip (the loop's
+    own item moved in place: nothing moves a tensor to the device it is on), said without the loader."""
     caller = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nfrom function import validate\n\n"
               "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.ones(4, 1)), batch_size=2)\n"
               "validate(loader, torch.nn.Linear(2, 1).cuda())\n")
     write(tmp_path, {"function.py": VALIDATE, "train.py": caller})
     assert ("function.py", 7, "DL003") in lint(tmp_path, monkeypatch)
+    assert ["from the loader" in m for m in _dl003_messages(tmp_path, monkeypatch)] == [True]
     write(tmp_path, {"train.py": caller.replace("validate(loader,", "validate([(torch.ones(2, 2), torch.ones(2, 1))],")})
-    assert ("function.py", 7, "DL003") not in lint(tmp_path, monkeypatch)
+    assert ["this iteration's host item" in m for m in _dl003_messages(tmp_path, monkeypatch)] == [True]
 
 
 GPU_TRAINER = ("import torch\nfrom torch import nn\n\nclass Trainer:\n    def __init__(self, model):\n"
