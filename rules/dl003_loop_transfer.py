@@ -258,7 +258,12 @@ class LoopTransfer(Rule):
     device values); and a loader's batch item moved to the device unchanged and copied back
     in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there;
     also `inputs, gts = data` then `gts = Variable(gts).cuda()`, and `batch = tuple(t.to(d)
-    for t in batch)` then `x, y = batch`).
+    for t in batch)` then `x, y = batch`); the same for the loop's own item whatever it walks
+    (`for data, target in test_loader:` with `test_loader` a parameter): nothing moves a tensor to
+    the device it is already on, so what was moved was the host copy. Also when the move sits
+    under an availability or GPU-switch guard (`if args.cuda: y = y.cuda()`), goes through an
+    alias (`hr = val_hr`) or a host cast (`hr.float().cuda()`); not for the rows of a tensor the
+    file knows, nor a list the function rebuilt from moves.
     A round trip is reported at both ends: where the value leaves the device and where
     it comes back. Not reported: moving the
     fresh batch (`x = x.to(device)`), work under a periodic or first-iteration branch

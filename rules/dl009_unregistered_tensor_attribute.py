@@ -58,7 +58,8 @@ class UnregisteredTensorAttribute(Rule):
     function of the file that moves that parameter before reading it
     (`def score(img, mu): mu = mu.to(img) ...`); nor one that nothing in the file reads,
     in a class whose bases are the file's own or library Modules (no method elsewhere can
-    read it).
+    read it); a `self.<name>` in another class of the file that shares no instance with it
+    (neither derives the other, no class derives both) is that class's own attribute.
 
     ## Example
     ```python
