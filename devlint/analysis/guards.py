@@ -502,7 +502,7 @@ def _answering_functions(facts) -> dict:
     return found
 
 
-_DEF_NAME = lazyre.compile(rb"\bdef\s+([^\s(:]+)")  # (any identifier, non-ASCII ones too)
+_DEF_NAME = lazyre.compile(rb"\bdef\s+([^\s(:\[]+)")  # (any identifier, non-ASCII ones too; `def f[T](...)`)
 
 
 def _defined_names(facts) -> frozenset:
