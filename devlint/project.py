@@ -729,9 +729,29 @@ def _first_calls(stmts: list, in_function: bool) -> list:
     return out
 
 
+_PARSED: dict = {}  # a module's text -> its ast, or the error parsing it raised (the latest few)
+
+
+def _parsed(source: bytes) -> ast.Module:
+    """``ast.parse(source)``, once per text in a run: the index asks several questions of one
+    module's ``ast`` (its summary, its calls, its callers' arguments). Callers only read the tree."""
+    hit = _PARSED.get(source)
+    if hit is None:
+        if len(_PARSED) >= 16:  # (a module's questions come close together; trees are large)
+            _PARSED.clear()
+        try:
+            hit = ast.parse(source)
+        except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
+            hit = e
+        _PARSED[source] = hit
+    if isinstance(hit, BaseException):
+        raise hit
+    return hit
+
+
 def _calls_summary(source: bytes) -> Optional[_Calls]:
     try:
-        tree = ast.parse(source)
+        tree = _parsed(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -1337,7 +1357,7 @@ def summarize(source: bytes) -> Optional[Summary]:
             and _KERNEL_DEF.search(source) is None):
         return _text_summary(source)
     try:
-        tree = ast.parse(source)
+        tree = _parsed(source)
     except SyntaxError:
         # PyTorch <= 0.3 scripts spell `.cuda(async=True)` (`non_blocking` since 0.4), which
         # Python >= 3.7 refuses: a summary (not the lint) reads them with the keyword renamed
@@ -1618,16 +1638,18 @@ def _backend_params(fn) -> list:
     args = fn.args.posonlyargs + fn.args.args
     names = {a.arg: i for i, a in enumerate(args)}
     names.update({a.arg: -1 for a in fn.args.kwonlyargs})
-    rebound = {t.id for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
-               for tg in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in ast.walk(tg)
-               if isinstance(t, ast.Name)}
-    out = []
+    used = []  # the parameters passed as a backend, in order
     for n in ast.walk(fn):
         if _is_init(n):
             arg = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "backend"), None)
-            if isinstance(arg, ast.Name) and arg.id in names and arg.id not in rebound:
-                out.append([fn.name, names[arg.id], arg.id])
-    return out
+            if isinstance(arg, ast.Name) and arg.id in names:
+                used.append(arg.id)
+    if not used:  # (most functions: no second walk for what they rebind)
+        return []
+    rebound = {t.id for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
+               for tg in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in ast.walk(tg)
+               if isinstance(t, ast.Name)}
+    return [[fn.name, names[a], a] for a in used if a not in rebound]
 
 
 def _is_initialized_call(node: ast.AST) -> bool:
@@ -1879,6 +1901,11 @@ class ProjectIndex:
         text = self._text(path)
         return text is not None and (text[0] or os.path.basename(path) == "hubconf.py") \
             and stem in text[1]  # the import graph decides
+
+    def _may_ensure(self, path: str) -> bool:
+        """:func:`_may_ensure` of the module's text."""
+        text = self._text(path)
+        return text is not None and _may_ensure(text[1])
 
     def _words(self, path: str, wanted: tuple) -> bool:
         """Whether the module's text holds any of ``wanted`` (a gate before a parse)."""
@@ -2145,14 +2172,15 @@ class ProjectIndex:
             _CPU_BRANCH.search(t) for t in texts)
 
     def _imported_functions(self, source: bytes, imported: list, words: tuple, field: str,
-                            called: bool = True) -> set:
+                            called: bool = True, gate=None) -> set:
         """The project functions a ``Summary`` list (``field``) names, in the modules the file
         imports (whose text holds one of ``words``), as the file spells them: ``from utils import
         init as setup`` is ``setup``, ``import utils`` gives every listed name. ``called``: only
-        from a module whose imported names the file calls."""
+        from a module whose imported names the file calls; ``gate``: a finer test of the module's
+        text, after ``words``."""
         out: set = set()
         for target, names in imported:
-            if not self._words(target, words):
+            if not self._words(target, words) or gate is not None and not gate(self._text(target)[1]):
                 continue
             if called and names is not None and not _calls_any(source, [a or n for n, a in names]):
                 continue
@@ -2312,6 +2340,14 @@ class ProjectIndex:
         self._checked[key] = _RUN[0]
         return self._large
 
+    def _known_large(self) -> bool:
+        """:meth:`_large_project` says yes, and this run has asked it already (its dependencies
+        replayed): a cheap first test, which never lists the tree itself."""
+        for key in (("project files",), ("large project",)):
+            if _RUN[0] is not None and key in self._memo_deps and self._checked.get(key) == _RUN[0]:
+                return self._large_project()
+        return False
+
     def _count_files(self) -> bool:
         n = 0
         for d, dirs, files in os.walk(self.root):
@@ -2376,7 +2412,7 @@ class ProjectIndex:
             if all(param.encode() + b"=" in _call_text(text[1], i) for i in starts):
                 continue  # every call spells `param=`: no parse needed
             try:
-                tree = ast.parse(text[1])
+                tree = _parsed(text[1])
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 continue
             for n in ast.walk(tree):
@@ -2469,6 +2505,8 @@ class ProjectIndex:
         code names CUDA, those every use of which in the project runs only where CUDA is
         (:meth:`_only_cuda_uses`). Not asked of a large library (more than
         ``_WHOLE_PROJECT_FILES`` modules), whose users are mostly elsewhere."""
+        if self._known_large():  # (answered already in this run: no scan of the file's blocks)
+            return frozenset()
         tops = _top_starts(source)[0]
         wanted = []
         for i, start in enumerate(tops):
@@ -2608,9 +2646,8 @@ class ProjectIndex:
     def script_requires_cuda(self, path: str) -> bool:
         """Running the module at ``path`` as a script requires CUDA before it does its work:
         its body (or ``__main__`` block) calls, unconditionally, a function that does."""
-        if not self._words(path, _AVAILABILITY_WORDS) and not any(
-                self._words(p, _AVAILABILITY_WORDS) for p in self.closure(path)):
-            return False  # nothing the program runs checks for CUDA: no parse needed to say so
+        if not self._may_ensure(path) and not any(self._may_ensure(p) for p in self.closure(path)):
+            return False  # nothing the program runs stops without CUDA: no parse needed to say so
         calls = self._calls(path)
         return calls is not None and any(self._callee_ensures(path, c, 5) for c in calls.main)
 
@@ -2897,7 +2934,7 @@ class ProjectIndex:
                                                     called=False) if need_tensor else set()
         # a module that never checks for CUDA has no function that requires it; nor can a
         # function this file never calls make it CUDA-only
-        entry = self._imported_functions(source, imported, _AVAILABILITY_WORDS, "cuda_functions") \
+        entry = self._imported_functions(source, imported, _AVAILABILITY_WORDS, "cuda_functions", gate=_may_ensure) \
             if need_cuda else set()
         kernel_functions = self._imported_functions(source, imported, (b"triton", b"helion"), "kernel_functions") \
             if need_cuda else set()
@@ -3079,7 +3116,7 @@ class ProjectIndex:
         out = self._imported_functions(source, imported, (b"DataParallel(",), "gpu_wrappers")
         if _may_wrap(source):
             try:
-                tree = ast.parse(source)
+                tree = _parsed(source)
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 tree = None
             if tree is not None:
@@ -3274,7 +3311,7 @@ class ProjectIndex:
             if re.search(rb"^(?:def|class)[ \t]+" + re.escape(name) + rb"\b", text[1], re.M):
                 continue  # that module's own `callee`
             try:
-                tree = ast.parse(text[1])
+                tree = _parsed(text[1])
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 continue
             loaders = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _is_loader_call(n.value)
@@ -3343,7 +3380,7 @@ def _apply_moved_attributes(source: bytes) -> set:
     """Attributes an ``_apply(self, fn)`` method moves on another object than ``self`` itself:
     ``self.detect.stride = fn(self.detect.stride)``, ``m.grid = list(map(fn, m.grid))``."""
     try:
-        tree = ast.parse(source)
+        tree = _parsed(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return set()
     out = set()
@@ -3494,7 +3531,7 @@ def _unguarded_uses(source: bytes, name: str, contexts: set) -> set:
     (``if torch.cuda.is_available(): prepare(x)``, the ``else`` of ``if not ...``), read off the
     module's ``ast`` (``contexts``, the text's answer, when it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = _parsed(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return contexts
     out: set = set()
