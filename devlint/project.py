@@ -1351,6 +1351,21 @@ def _passed_saves(tree: ast.AST) -> set:
     return v.out
 
 
+def _innermost_functions(tree: ast.AST) -> dict:
+    """``id(call)`` -> the innermost function whose code (body, decorators, defaults) holds the
+    call, for every call in a function: one walk of the tree."""
+    out: dict = {}
+    stack = [(tree, None)]
+    while stack:
+        node, fn = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            fn = node
+        elif fn is not None and isinstance(node, ast.Call):
+            out[id(node)] = fn
+        stack.extend((child, fn) for child in ast.iter_child_nodes(node))
+    return out
+
+
 def summarize(source: bytes) -> Optional[Summary]:
     """The summary of one module's source, or None when Python cannot parse it."""
     if (_NEEDS_AST.search(source) is None and _TENSOR_RETURN.search(source) is None and not _may_wrap(source)
@@ -1373,13 +1388,7 @@ def summarize(source: bytes) -> Optional[Summary]:
     raw_saves = []
     loads = False
     flat = list(ast.walk(tree)) if b".save(" in source or b"init_process_group" in source else []
-    saving_fn: dict = {}  # id(call) -> its innermost enclosing function
-    if b".save(" in source:
-        for fn in flat:
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for c in ast.walk(fn):
-                    if isinstance(c, ast.Call):
-                        saving_fn[id(c)] = fn  # (walked outer first: an inner function overwrites)
+    saving_fn = _innermost_functions(tree) if b".save(" in source else {}  # id(call) -> its function
     for node in (flat if b".save(" in source else ()):  # calls matter for saves only
         if isinstance(node, ast.Call):
             if not s.places and _places(node):
@@ -1424,7 +1433,9 @@ def summarize(source: bytes) -> Optional[Summary]:
     s.tensor_returns = sorted(fn.name for fn in funcs if _tensor_returns(fn))
     s.dist_checks = sorted(fn.name for fn in funcs if b"is_initialized" in source and _dist_check(fn))
     if b"init_process_group" in source:
-        s.backend_params = [p for fn in funcs for p in _backend_params(fn)]
+        starts = [n.lineno for n in flat if _is_init(n)]  # (only the functions that start a group)
+        s.backend_params = [p for fn in funcs if any(fn.lineno <= line <= fn.end_lineno for line in starts)
+                            for p in _backend_params(fn)]
     if _may_wrap(source):
         s.gpu_wrappers = sorted(fn.name for fn in funcs if _wraps_for_gpus(fn))
     if _CHECKPOINT_FILE.search(source):
