@@ -157,9 +157,24 @@ _POLARITY_TYPES = frozenset({cst.UnaryOperation, cst.BooleanOperation, cst.IfExp
 
 
 def guard_polarity(facts, test: cst.BaseExpression) -> int:
-    """+1 when ``test`` being true implies CUDA is usable, -1 when its negation does, else 0."""
+    """+1 when ``test`` being true implies CUDA is usable, -1 when its negation does, else 0.
+    Memoised per test node in the file's facts (many questions ask it of the same tests), except
+    while a project function's answer is being read (a cycle there stops short)."""
     if type(test) not in _POLARITY_TYPES:
         return 0
+    state = facts.__dict__
+    if state.get("_answering_now"):
+        return _guard_polarity(facts, test)
+    memo = state.get("_polarity")
+    if memo is None:
+        memo = state["_polarity"] = {}
+    hit = memo.get(test)  # (keyed by the node itself: the memo keeps it alive, so no id is reused)
+    if hit is None:
+        hit = memo[test] = _guard_polarity(facts, test)
+    return hit
+
+
+def _guard_polarity(facts, test: cst.BaseExpression) -> int:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return -guard_polarity(facts, test.expression)
     if isinstance(test, cst.BooleanOperation):
