@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.analysis.checkpoints import (HostSaves, cache_written_beside, file_name, host_used_load, project_holds_host,
                                           saved_earlier, zoo_file, is_dataset_class, is_dataset_module, is_library_module, is_test_module, only_into_scaler, package_data_path,
-                                          path_key, values_read_as_numpy)
+                                          numpy_of_load, path_key, values_read_as_numpy)
 from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
@@ -36,7 +36,8 @@ class LoadWithoutMapLocation(Rule):
     name is a torch file with CPU storages only (`torch.load('./sanity_data/Ybar_t.pkl')`,
     read without torch: a zip checkpoint's `data.pkl` names where each storage lives; a Git
     LFS pointer or a file with any `cuda` storage keeps the finding). A load whose values the code turns into arrays (`v.numpy()` on
-    each, `sd[k].numpy()`, or the load itself: `torch.load(p).numpy()`) holds host tensors
+    each, `sd[k].numpy()`, or the load itself: `torch.load(p).numpy()`, also through indexing and views
+    that keep the tensor where it is: `torch.load(p)[0].transpose(-1, -2).numpy()`) holds host tensors
     too: `.numpy()` raises on a CUDA tensor on any machine.
 
     ## Why is this bad?
@@ -100,6 +101,8 @@ class LoadWithoutMapLocation(Rule):
         "import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
         "        out[k] = v.numpy()\n    return out\n",
         "import torch\narr = torch.load('feats.pt').numpy()\n",
+        # ... through indexing and views, which keep the tensor where it is
+        "import torch\ndef phones(name):\n    return torch.load(name)[0].transpose(-1, -2).numpy()\n",
         # the script's training function saved that file through a handle: the run reloads its own best model
         "import os\nimport torch\ndef train():\n    model = torch.nn.Linear(2, 2).cuda()\n"
         "    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n        torch.save(model, f)\n"
@@ -195,6 +198,8 @@ class LoadWithoutMapLocation(Rule):
         # a value read with .item() / .tolist() may be a CUDA tensor: nothing says the file is host data
         Invalid("import torch\ndef convert(path, out):\n    sd = torch.load(path)\n    for k, v in sd.items():\n"
                 "        out[k] = v.tolist()\n    return out\n"),
+        # ... nor does `.numpy()` after `.cpu()`, which accepts a CUDA tensor
+        Invalid("import torch\ndef phones(name):\n    return torch.load(name)[0].cpu().numpy()\n"),
         # a function of the script that writes where its caller says is no save of the script's path
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
@@ -362,7 +367,9 @@ class LoadWithoutMapLocation(Rule):
         load = host_used_load(node)
         if load is not None:
             self._host_used.add(load)
-            if node.attr.value == "numpy":
+        if node.attr.value == "numpy":
+            load = numpy_of_load(node)  # `torch.load(p).numpy()`, `torch.load(p)[0].transpose(-1, -2).numpy()`
+            if load is not None:
                 self._read_as_numpy.add(load)
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -720,6 +720,30 @@ def host_used_load(node: cst.CSTNode) -> Optional[cst.Call]:
     return None
 
 
+# tensor methods that keep a tensor where it is (a view, a copy, a cast of its dtype)
+_SAME_DEVICE = frozenset({"transpose", "permute", "view", "reshape", "squeeze", "unsqueeze", "flatten", "t",
+                          "contiguous", "detach", "clone", "float", "double", "half", "long", "int", "bool"})
+
+
+def numpy_of_load(node: cst.Attribute) -> Optional[cst.Call]:
+    """The load whose own tensor ``node`` (a ``.numpy`` attribute) turns into an array through
+    indexing and device-keeping tensor methods only: ``torch.load(p)[0].transpose(-1, -2).numpy()``.
+    ``.numpy()`` raises on a CUDA tensor, so the file holds host tensors. (Not through ``.cpu()``
+    or ``.to(...)``: those accept a CUDA tensor.)"""
+    if node.attr.value != "numpy":
+        return None
+    v = node.value
+    while True:
+        if type(v) is cst.Subscript:
+            v = v.value
+        elif type(v) is cst.Call and type(v.func) is cst.Attribute and v.func.attr.value in _SAME_DEVICE:
+            v = v.func.value
+        elif type(v) is cst.Call:
+            return v
+        else:
+            return None
+
+
 def values_read_as_numpy(load: cst.Call, root: cst.CSTNode) -> bool:
     """``sd = torch.load(p)`` then ``for k, v in sd.items(): jt.Var(v.numpy())`` (or
     ``sd[name].numpy()``, ``[np.array(k) for k in sd]``): ``.numpy()`` and ``np.array`` raise

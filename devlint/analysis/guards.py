@@ -666,20 +666,37 @@ def _declares_global(fn: cst.FunctionDef, name: str) -> bool:
 def _switch_scopes(facts) -> dict:
     """id(Name) -> the scopes (functions, classes, lambdas) around it, innermost first, for the
     names that look like switches (read once per file, when a switch is first asked about)."""
-    out = facts.__dict__.get("_switch_scopes")
-    if out is None:
-        out = facts.__dict__["_switch_scopes"] = {}
+    return _module_names(facts)[0]
+
+
+def _module_names(facts) -> tuple:
+    """``(switch scopes, calls, uses)`` of the file, read in one walk of every node in source
+    order (see :func:`_switch_scopes` and :func:`_name_uses`)."""
+    got = facts.__dict__.get("_module_names")
+    if got is None:
+        scopes: dict = {}
+        calls: dict = {}
+        uses: dict = {}
         stack: list = [(facts.module, ())]
         while stack:
             node, chain = stack.pop()
-            for child in children(node, trivia=False):
-                if isinstance(child, cst.Name):
-                    if _NAMEISH_FLAG.search(child.value) or _CPU_FLAG.fullmatch(child.value):
-                        out[id(child)] = chain
-                    continue
-                inner = (child, *chain) if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) else chain
-                stack.append((child, inner))
-    return out
+            t = type(node)
+            if t is cst.Name:
+                v = node.value
+                uses[v] = uses.get(v, 0) + 1
+                if _NAMEISH_FLAG.search(v) or _CPU_FLAG.fullmatch(v):
+                    scopes[id(node)] = chain
+                continue
+            if t is cst.Call and type(node.func) is cst.Name:
+                calls.setdefault(node.func.value, []).append(node)
+            elif t is cst.SimpleString:
+                v = string_value(node)
+                if v is not None:
+                    uses[v] = uses.get(v, 0) + 1
+            inner = (node, *chain) if t is cst.FunctionDef or t is cst.ClassDef or t is cst.Lambda else chain
+            stack.extend((child, inner) for child in reversed(children(node, trivia=False)))
+        got = facts.__dict__["_module_names"] = (scopes, calls, uses)
+    return got
 
 
 def _param_switch(facts, fn: cst.CSTNode, param: str, depth: int) -> Optional[bool]:
@@ -750,22 +767,7 @@ def _name_uses(facts) -> tuple:
     """``(calls, uses)`` of the file, read in one walk: ``calls`` maps a name to the calls
     ``name(...)``; ``uses`` counts every ``Name`` node spelling it (definitions included) and
     every string literal that equals it (``__all__``, ``getattr(mod, "f")``)."""
-    got = facts.__dict__.get("_name_uses")
-    if got is None:
-        calls: dict = {}
-        uses: dict = {}
-        for n in nodes(facts.module, into_scopes=True):
-            t = type(n)
-            if t is cst.Name:
-                uses[n.value] = uses.get(n.value, 0) + 1
-            elif t is cst.Call and type(n.func) is cst.Name:
-                calls.setdefault(n.func.value, []).append(n)
-            elif t is cst.SimpleString:
-                v = string_value(n)
-                if v is not None:
-                    uses[v] = uses.get(v, 0) + 1
-        got = facts.__dict__["_name_uses"] = (calls, uses)
-    return got
+    return _module_names(facts)[1:]
 
 
 _CELL_MARKER = "# devlint-cell-"  # (devlint.notebook joins a notebook's code cells with these comments)
