@@ -62,7 +62,7 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DL002", "hardcoded-cuda", "hard-coded CUDA device outside an availability guard",
              _RULES + "dl002_hardcoded_cuda", re.compile(rb"cuda|\.to\(\s*\d|device\s*=\s*\d"), targets=("cpu",)),
     RuleInfo("DL003", "loop-transfer", "avoidable host<->device transfer repeated every loop iteration",
-             _RULES + "dl003_loop_transfer", Ordered(rb"\b(?:for|while)\b", rb"\.(?:to|cuda)\(|Tensor\((?:np|numpy)\.|\]\.item\(\)")),
+             _RULES + "dl003_loop_transfer", Ordered(rb"\b(?:for|while)\b", rb"\.(?:to|cuda)\(|\.cpu\(\)|Tensor\((?:np|numpy)\.|\]\.item\(\)")),
     RuleInfo("DL004", "unguarded-cuda-api",
              "CUDA runtime call that raises without CUDA, outside an availability guard",
              _RULES + "dl004_unguarded_cuda_api", re.compile(rb"cuda|pin_memory"), targets=("cpu",)),

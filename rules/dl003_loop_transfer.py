@@ -27,6 +27,27 @@ def names_in(node: cst.CSTNode) -> set:
     return {n.value for n in nodes(node) if isinstance(n, cst.Name)}
 
 
+def _read_base(expr: cst.BaseExpression) -> tuple:
+    """``(name, names in its indices)`` for ``t``, ``t[b]``, ``t[:3, i]``, ``t.data``,
+    ``t.detach()``, ``t[b].clone()``: the tensor a read-back copies; ``(None, ...)`` otherwise."""
+    names: set = set()
+    while True:
+        t = type(expr)
+        if t is cst.Name:
+            return expr.value, names
+        if t is cst.Subscript:
+            for el in expr.slice:
+                names |= names_in(el.slice)
+            expr = expr.value
+        elif t is cst.Attribute and expr.attr.value == "data":
+            expr = expr.value
+        elif t is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in ("detach", "clone") \
+                and not expr.args:
+            expr = expr.func.value
+        else:
+            return None, names
+
+
 _READ_BACK = frozenset({"cpu", "numpy", "tolist", "item"})
 # reductions of a tensor the host already holds: computed there, nothing needs to come back
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "count_nonzero", "any", "all"})
@@ -255,7 +276,9 @@ class LoopTransfer(Rule):
     torch.FloatTensor`; `Tensor(np.random.normal(0, 1, (n, d)))`); and one element of a
     loop-invariant device tensor read per iteration of `for i in range(...)`
     (`k = ks[i].item()`, `ys[q, c].item()`, `ks` computed with torch in a loop that works on
-    device values); and a loader's batch item moved to the device unchanged and copied back
+    device values); a loop-invariant device tensor (or a row of it chosen outside the loop)
+    copied to the host with `.cpu()` every iteration (`gt[b].cpu()` in `for v in views:`, every
+    binding of `gt` outside the loop a device value); and a loader's batch item moved to the device unchanged and copied back
     in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there;
     also `inputs, gts = data` then `gts = Variable(gts).cuda()`, and `batch = tuple(t.to(d)
     for t in batch)` then `x, y = batch`); the same for the loop's own item whatever it walks
@@ -333,6 +356,20 @@ class LoopTransfer(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
+        # copied back every iteration, but it changes in the loop, or lives on the host, or the row does
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def f(xs):\n    acc = torch.zeros(3, device=device)\n"
+        "    for x in xs:\n        acc += x\n        print(acc.cpu())\n",
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def f(xs):\n    y = torch.ones(2).to(device)\n"
+        "    for x in xs:\n        y = y * x\n        print(y.cpu())\n",
+        "import torch\ndef f(xs):\n    h = torch.ones(2)\n    for x in xs:\n        print(h.cpu(), x)\n",
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def f():\n    t = torch.ones(5, 2).to(device)\n"
+        "    for i in range(5):\n        print(t[i].cpu())\n",
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def f(xs):\n    t = torch.ones(5, 2).to(device)\n"
+        "    for x in xs:\n        t.mul_(x)\n        print(t.cpu())\n",
         # the labels are changed on the device before they are read back: no host copy holds that
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cpu')\n"
         "loader = DataLoader(TensorDataset(torch.ones(4, 2), torch.zeros(4)), batch_size=2)\n"
@@ -420,6 +457,10 @@ class LoopTransfer(Rule):
         "        o = o.cuda()\n        print(o.cpu())\n",
     ]
     INVALID = [
+        # a loop-invariant device tensor (one row of it, chosen outside the loop) copied back every iteration
+        Invalid("import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+                "def plot(views):\n    gt = torch.randn(4, 3).to(device)\n"
+                "    for b in range(4):\n        for v in views:\n            print(gt[b].cpu().numpy(), v)\n"),
         # a module moved away and back every iteration: the move back is a round trip, not an invariant
         # move (no hoisting fix: the module leaves the device again in the next iteration)
         Invalid("import torch\nfrom torch import nn\ndef run(swa, opt, x, device, host, n):\n"
@@ -583,6 +624,7 @@ class LoopTransfer(Rule):
         # (`.to`, `.cuda`, `torch.tensor(...)`, `.item()`, a tensor type alias): only those
         # are analysed (most loops hold none)
         self._moving_loops: set = set()
+        self._reading_loops: set = set()  # ids of the loops holding a `.cpu()` (and no move)
         self._type_aliases: Optional[dict] = None
         self._inferred: set = set()  # moves whose receiver is a tensor by what the moved copy is used for
 
@@ -603,6 +645,8 @@ class LoopTransfer(Rule):
                 (self.facts.qualname(f) or "").rsplit(".", 1)[-1] in BUILDERS or f.value in self._aliases())
         if moving:
             self._moving_loops.update(map(id, self.t.loops))
+        elif isinstance(f, cst.Attribute) and f.attr.value == "cpu":
+            self._reading_loops.update(map(id, self.t.loops))  # (only the invariant read-back is asked of these)
 
     def leave_For(self, node: cst.For) -> None:
         self._loop(node)
@@ -612,9 +656,13 @@ class LoopTransfer(Rule):
 
     def _loop(self, loop) -> None:
         if id(loop) not in self._moving_loops:
+            if id(loop) in self._reading_loops:
+                bound_list, mutated = loop_bindings(loop)
+                self._invariant_reads(loop, set(bound_list), mutated, occasional_nodes(loop))
             return
         skip = occasional_nodes(loop)  # `if step % 100 == 0:` runs on some iterations only
         bound_list, mutated = loop_bindings(loop)
+        self._invariant_reads(loop, set(bound_list), mutated, skip)
         self._round_trips(loop, skip)
         if isinstance(loop, cst.For):
             self._copied_back(loop, skip)
@@ -761,6 +809,29 @@ class LoopTransfer(Rule):
             msg += f" (unsafe: {reasons[0]})"
         applic = Applicability.UNSAFE if reasons else Applicability.SAFE
         return Fix(applic, msg, {loop: hoist(loop, moved, inline, new_stmt)})
+
+    # ---- a loop-invariant device tensor copied to the host every iteration -------------------
+    def _invariant_reads(self, loop, bound, mutated, skip) -> None:
+        """``keypoints[b].cpu()`` in a loop that neither rebinds nor changes ``keypoints`` (nor ``b``),
+        where every binding of ``keypoints`` outside the loop puts a device value in it: the same
+        data crosses to the host every iteration; one copy before the loop does."""
+        scope = self.t.scope
+        root = scope.body if scope is not None else self.ctx.module
+        for n in nodes(loop.body):
+            if type(n) is not cst.Call or n.args or n in skip or n in self._reported:
+                continue
+            f = n.func
+            if type(f) is not cst.Attribute or f.attr.value != "cpu":
+                continue
+            base, index_names = _read_base(f.value)
+            if base is None or base in bound or base in mutated or index_names & bound:
+                continue
+            if not placed_on_device(self.facts, root, base, loop):
+                continue
+            self._reported.add(n)
+            text = self.ctx.module.code_for_node(f.value)
+            self.report(n, f"`{text}.cpu()` copies the loop-invariant device tensor `{base}` to the host every "
+                           f"iteration (it does not change in the loop): copy it once before the loop")
 
     # ---- one element of a loop-invariant device tensor read per iteration ---------------------
     def _element_reads(self, loop, bound, mutated, skip) -> None:
