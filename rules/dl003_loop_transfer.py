@@ -364,6 +364,10 @@ class LoopTransfer(Rule):
         "def f(xs):\n    y = torch.ones(2).to(device)\n"
         "    for x in xs:\n        y = y * x\n        print(y.cpu())\n",
         "import torch\ndef f(xs):\n    h = torch.ones(2)\n    for x in xs:\n        print(h.cpu(), x)\n",
+        # a leaf the optimizer updates in place every step
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def fit(n):\n    w = torch.zeros(3, device=device, requires_grad=True)\n    opt = torch.optim.SGD([w], lr=0.1)\n"
+        "    for _ in range(n):\n        (w - 1).pow(2).sum().backward()\n        opt.step()\n        print(w.detach().cpu())\n",
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "def f():\n    t = torch.ones(5, 2).to(device)\n"
         "    for i in range(5):\n        print(t[i].cpu())\n",
@@ -826,12 +830,28 @@ class LoopTransfer(Rule):
             base, index_names = _read_base(f.value)
             if base is None or base in bound or base in mutated or index_names & bound:
                 continue
-            if not placed_on_device(self.facts, root, base, loop):
+            if not placed_on_device(self.facts, root, base, loop) or self._trained(root, base, scope):
                 continue
             self._reported.add(n)
             text = self.ctx.module.code_for_node(f.value)
             self.report(n, f"`{text}.cpu()` copies the loop-invariant device tensor `{base}` to the host every "
                            f"iteration (it does not change in the loop): copy it once before the loop")
+
+    def _trained(self, root, name: str, scope) -> bool:
+        """``name`` may be a leaf an optimizer updates in place (``opt.step()`` changes it without
+        any binding): a parameter, a tensor built with ``requires_grad=True`` or given
+        ``.requires_grad_()``, or one handed to a ``torch.optim`` optimizer."""
+        if self.facts.kind_of(cst.Name(name), scope, self.t.cls) == PARAM:
+            return True
+        for n in nodes(root, into_scopes=True):
+            if type(n) is cst.Arg and n.keyword is not None and n.keyword.value == "requires_grad":
+                return True  # (anywhere in the scope: conservative)
+            if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "requires_grad_":
+                return True
+            if type(n) is cst.Call and (self.facts.qualname(n.func) or "").startswith("torch.optim.") \
+                    and name in names_in(n):
+                return True
+        return False
 
     # ---- one element of a loop-invariant device tensor read per iteration ---------------------
     def _element_reads(self, loop, bound, mutated, skip) -> None:
