@@ -47,8 +47,7 @@ class HardcodedCuda(Rule):
     and `torch.set_default_tensor_type("torch.cuda...")`; also an int or `"cuda"` that
     reaches `.to(p)` through one or two calls of the file's own functions or classes
     (`device = 0` -> `main(device)` -> `Trainer(model, gpu_id)` -> `model.to(gpu_id)`),
-    reported where it is defined; a config dict's `{"device": "cuda"}`, as `dict(device="cuda")`
-    is. Defaults a run gets unless told otherwise are portability
+    reported where it is defined. Defaults a run gets unless told otherwise are portability
     advice and say so: a `--device` option's `default="cuda"` (argparse, click, typer), a
     configuration class's `device: str = "cuda"` field that the file reads
     (`config.device`) and never overrides. An option the code itself switches off CUDA
@@ -120,10 +119,6 @@ class HardcodedCuda(Rule):
     # name, summary, default and prefilter: devlint/catalogue.py
 
     VALID = [
-        # a config dict's device chosen by an availability check, or the CPU; a key that is no device
-        "import torch\nCFG = {'device': 'cuda' if torch.cuda.is_available() else 'cpu', 'lr': 1e-3}\n",
-        "import torch\nif torch.cuda.is_available():\n    cfg = {'device': 'cuda'}\nelse:\n    cfg = {'device': 'cpu'}\n",
-        "import torch\nCOUNTS = {'cuda': 0, 'cpu': 0}\nSTATS = {'device': 'cpu'}\n",
         # a decorator of the file that runs the test only where CUDA is usable
         "import torch\ndef run_if_cuda(func):\n    def wrapped(*args):\n        if torch.cuda.is_available():\n"
         "            return func(*args)\n    return wrapped\n@run_if_cuda\ndef test_f():\n    torch.ones(2).cuda()\n",
@@ -385,11 +380,6 @@ class HardcodedCuda(Rule):
         "        return m\n",
     ]
     INVALID = [
-        # a config dict's CUDA device, read as the run's device
-        Invalid("import torch\nCFG = {'device': 'cuda:0', 'lr': 1e-3}\nif __name__ == '__main__':\n"
-                "    print(torch.ones(2).to(CFG['device']))\n",
-                "import torch\nCFG = {'device': 'cuda:0' if torch.cuda.is_available() else 'cpu', 'lr': 1e-3}\n"
-                "if __name__ == '__main__':\n    print(torch.ones(2).to(CFG['device']))\n"),
         # timm's binary cross-entropy may hold weight tensors
         Invalid("import torch\nfrom timm.loss import BinaryCrossEntropy\n"
                 "bce = BinaryCrossEntropy(pos_weight=torch.ones(3)).cuda()\n",
@@ -826,16 +816,6 @@ class HardcodedCuda(Rule):
 
     def visit_Dict(self, node: cst.Dict) -> None:
         self._mark_type_values(node.elements)
-        if self._silent():
-            return
-        for el in node.elements:
-            # `{'device': 'cuda:0', 'lr': 1e-3}`: a config dict's device, as `dict(device="cuda")` is
-            if (type(el) is cst.DictElement and string_value(el.key) == "device" and el.value not in self._handled
-                    and is_cuda_string(el.value)):
-                self._handled.add(el.value)
-                # (the fix keeps a string, as the readers of a config expect: the CPU when CUDA is absent)
-                self._guard_in_place(el.value, f"`'device': {self.ctx.module.code_for_node(el.value)}` hard-codes "
-                                     "the CUDA device: raises on a machine without CUDA")
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
