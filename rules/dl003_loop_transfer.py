@@ -277,8 +277,8 @@ class LoopTransfer(Rule):
     loop-invariant device tensor read per iteration of `for i in range(...)`
     (`k = ks[i].item()`, `ys[q, c].item()`, `ks` computed with torch in a loop that works on
     device values); a loop-invariant device tensor (or a row of it chosen outside the loop)
-    copied to the host with `.cpu()` every iteration (`gt[b].cpu()` in `for v in views:`, every
-    binding of `gt` outside the loop a device value); and a loader's batch item moved to the device unchanged and copied back
+    copied to the host with `.cpu()` by a statement the loop runs every iteration (`gt[b].cpu()` in
+    `for v in views:`, every binding of `gt` outside the loop a device value); and a loader's batch item moved to the device unchanged and copied back
     in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there;
     also `inputs, gts = data` then `gts = Variable(gts).cuda()`, and `batch = tuple(t.to(d)
     for t in batch)` then `x, y = batch`); the same for the loop's own item whatever it walks
@@ -364,6 +364,9 @@ class LoopTransfer(Rule):
         "def f(xs):\n    y = torch.ones(2).to(device)\n"
         "    for x in xs:\n        y = y * x\n        print(y.cpu())\n",
         "import torch\ndef f(xs):\n    h = torch.ones(2)\n    for x in xs:\n        print(h.cpu(), x)\n",
+        # ... copied under a condition: on some iterations only
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def f(xs):\n    t = torch.ones(2).to(device)\n    for x in xs:\n        if x > 3:\n            print(t.cpu())\n",
         # a leaf the optimizer updates in place every step
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "def fit(n):\n    w = torch.zeros(3, device=device, requires_grad=True)\n    opt = torch.optim.SGD([w], lr=0.1)\n"
@@ -821,7 +824,11 @@ class LoopTransfer(Rule):
         data crosses to the host every iteration; one copy before the loop does."""
         scope = self.t.scope
         root = scope.body if scope is not None else self.ctx.module
-        for n in nodes(loop.body):
+        # (only the simple statements the loop runs every iteration: not under an `if`, a `try`,
+        # a `with` or an inner loop, which may run it on some iterations only)
+        lines = [st for st in loop.body.body if type(st) is cst.SimpleStatementLine] \
+            if isinstance(loop.body, cst.IndentedBlock) else []
+        for n in (x for st in lines for x in nodes(st)):
             if type(n) is not cst.Call or n.args or n in skip or n in self._reported:
                 continue
             f = n.func
