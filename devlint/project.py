@@ -37,7 +37,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 40
+SUMMARY_VERSION = 41
 # how a dataset class's name ends (``Dataset``, ``InMemoryDataset``, ``ImageFolder``, ``LightningDataModule``)
 DATASET_NAMES = ("Dataset", "ImageFolder", "DatasetFolder", "DataModule")
 
@@ -977,6 +977,8 @@ def _host_object(obj: ast.AST, fn: Optional[ast.AST] = None, target: Optional[as
         return bool(obj.values) and all(v is not None and (_host_copy(v) or _plain_number(v)) for v in obj.values)
     if not (isinstance(obj, ast.Name) and fn is not None):
         return False
+    if _accumulated_on_host(obj.id, fn):
+        return True
     binds, stored = [], []
     for n in ast.walk(fn):
         if isinstance(n, ast.AnnAssign) and n.value is not None and isinstance(n.target, ast.Name) \
@@ -1024,6 +1026,46 @@ def _host_mapped(load: ast.Call) -> bool:
         params = m.args.args
         return bool(params) and isinstance(m.body, ast.Name) and m.body.id == params[0].arg
     return False
+
+
+def _accumulated_on_host(name: str, fn: ast.AST) -> bool:
+    """``tot = 0`` ... ``tot = x.cpu()`` / ``tot = torch.cat((tot, x.cpu()), 0)`` ...
+    ``tot = torch.index_select(tot, 0, idx)``: every binding of ``name`` in ``fn`` is a host copy,
+    a plain number, a join of itself with host copies, or a selection from itself (which stays
+    where it is), and one is a host copy: the tensor it ends as lives on the host."""
+    values: list = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    values.append(n.value)
+                elif isinstance(t, (ast.Tuple, ast.List)) and any(isinstance(e, ast.Name) and e.id == name
+                                                                  for e in t.elts):
+                    if not (isinstance(n.value, (ast.Tuple, ast.List)) and len(n.value.elts) == len(t.elts)):
+                        return False  # `a, tot = f()`: unknown
+                    values += [v for e, v in zip(t.elts, n.value.elts) if isinstance(e, ast.Name) and e.id == name]
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension, ast.NamedExpr)) \
+                and any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(n.target)):
+            return False
+        elif isinstance(n, ast.withitem) and n.optional_vars is not None and any(
+                isinstance(x, ast.Name) and x.id == name for x in ast.walk(n.optional_vars)):
+            return False
+    host = False
+    for v in values:
+        if _host_copy(v):
+            host = True
+        elif _plain_number(v) or (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == name):
+            continue
+        elif isinstance(v, ast.Call) and v.args and (_dotted(v.func) or "").rsplit(".", 1)[-1] in _JOINS \
+                and isinstance(v.args[0], (ast.Tuple, ast.List)) and v.args[0].elts and all(
+                    (isinstance(e, ast.Name) and e.id == name) or _host_copy(e) for e in v.args[0].elts):
+            host = host or any(_host_copy(e) for e in v.args[0].elts)
+        elif isinstance(v, ast.Call) and v.args and (_dotted(v.func) or "") == "torch.index_select" \
+                and isinstance(v.args[0], ast.Name) and v.args[0].id == name:
+            continue
+        else:
+            return False
+    return host
 
 
 def _plain_number(e: ast.AST) -> bool:

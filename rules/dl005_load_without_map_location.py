@@ -69,7 +69,9 @@ class LoadWithoutMapLocation(Rule):
     so does a whole object (a TorchScript module, a pickled model) loaded by a file
     that has no device variable and names no GPU at all: everything else it makes
     lives on the host, and a loaded module on the GPU would be fed host inputs.
-    Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`;
+    Loads of a path the file saves only from host values (`torch.save(x.cpu(), p)`; a tensor
+    the saving function builds only from host copies, `tot = x.cpu()` then `tot =
+    torch.cat((tot, x.cpu()), 0)`;
     a literal path written from a model never moved to a device), the cache idiom
     (`if os.path.isfile(p): x = torch.load(p)` whose other branch builds the value on the host and
     saves it to `p`, also when another module loads that file), and loads in a dataset class (a

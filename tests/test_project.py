@@ -1124,6 +1124,32 @@ def test_a_formatted_file_name_links_a_host_save_to_its_loads(tmp_path, monkeypa
     assert ("make_list.py", 7, "DL005") in lint(tmp_path, monkeypatch, "make_list.py")
 
 
+SAMPLES = ("import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--out')\n"
+           "args = parser.parse_args()\nnet = torch.nn.Linear(2, 2).cuda()\n\n\ndef main():\n"
+           "    clean_tot, adv_tot = 0, 0\n    for i, x in enumerate([torch.ones(2, 2)] * 3):\n"
+           "        x = x.cuda()\n        adv = net(x)\n        if i == 0:\n            clean_tot = x.clone().data.cpu()\n"
+           "            adv_tot = ADV\n        else:\n            clean_tot = torch.cat((clean_tot, x.clone().data.cpu()), 0)\n"
+           "            adv_tot = torch.cat((adv_tot, ADV), 0)\n"
+           "    clean_tot = torch.index_select(clean_tot, 0, torch.tensor([0, 1]))\n"
+           "    torch.save(clean_tot, '%s/clean_data_%s.pth' % (args.out, 'x'))\n"
+           "    torch.save(adv_tot, '%s/adv_data_%s.pth' % (args.out, 'x'))\n\n\nmain()\n")
+DETECT = ("import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--out')\n"
+          "args = parser.parse_args()\nclean = torch.load(args.out + 'clean_data_%s.pth' % 'x')\n"
+          "adv = torch.load(args.out + 'adv_data_%s.pth' % 'x')\nprint(clean.shape, adv.shape)\n")
+
+
+def test_a_tensor_accumulated_from_host_copies_is_saved_host_data(tmp_path, monkeypatch):
+    """deep_Mahalanobis_detector's shape: `tot = 0`, then `tot = x.cpu()` / `tot = torch.cat((tot,
+    x.cpu()), 0)`, then `tot = torch.index_select(tot, 0, idx)`, saved under a template another
+    script loads: every binding keeps host data, so the file holds host tensors. Trap: the one
+    accumulated from device outputs (`adv = net(x)` on the GPU) keeps its load's finding."""
+    write(tmp_path, {"samples.py": SAMPLES.replace("ADV", "adv.data"), "detect.py": DETECT})
+    found = [f for f in lint(tmp_path, monkeypatch, "detect.py") if f[2] == "DL005"]
+    assert ("detect.py", 7, "DL005") not in found and ("detect.py", 8, "DL005") in found
+    write(tmp_path, {"samples.py": SAMPLES.replace("ADV", "adv.data.cpu()")})
+    assert [f for f in lint(tmp_path, monkeypatch, "detect.py") if f[2] == "DL005"] == []
+
+
 def test_a_template_that_spells_too_little_of_the_name_links_nothing(tmp_path, monkeypatch):
     """`'%s.pth' % name` could be any checkpoint of the project: a host save under it says
     nothing about a load of `'{}.pth'.format(other)`."""
