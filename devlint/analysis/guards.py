@@ -159,11 +159,12 @@ _POLARITY_TYPES = frozenset({cst.UnaryOperation, cst.BooleanOperation, cst.IfExp
 def guard_polarity(facts, test: cst.BaseExpression) -> int:
     """+1 when ``test`` being true implies CUDA is usable, -1 when its negation does, else 0.
     Memoised per test node in the file's facts (many questions ask it of the same tests), except
-    while a project function's answer is being read (a cycle there stops short)."""
+    while a project function's answer is being read (a cycle there stops short) and while the
+    file's distributed model is being built (its answers read the model's earlier parts)."""
     if type(test) not in _POLARITY_TYPES:
         return 0
     state = facts.__dict__
-    if state.get("_answering_now"):
+    if state.get("_answering_now") or state.get("_building_model"):
         return _guard_polarity(facts, test)
     memo = state.get("_polarity")
     if memo is None:
@@ -2133,7 +2134,12 @@ def distributed_model(facts) -> DistributedModel:
     m = getattr(facts, "_distributed_model", None)
     if m is None:
         m = facts._distributed_model = DistributedModel()
-        m.build(facts)
+        state = facts.__dict__
+        state["_building_model"] = state.get("_building_model", 0) + 1  # (guard answers are not kept meanwhile)
+        try:
+            m.build(facts)
+        finally:
+            state["_building_model"] -= 1
     return m
 
 
