@@ -278,8 +278,8 @@ class LoopTransfer(Rule):
     (`k = ks[i].item()`, `ys[q, c].item()`, `ks` computed with torch in a loop that works on
     device values); a loop-invariant device tensor (or a row of it chosen outside the loop)
     copied to the host with `.cpu()` by a statement the loop runs every iteration (`gt[b].cpu()` in
-    `for v in views:`, every binding of `gt` outside the loop a device value); and a loader's batch item moved to the device unchanged and copied back
-    in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there;
+    `for v in views:`, every binding of `gt` outside the loop a device value); and a loader's
+    batch item moved to the device unchanged and copied back in the same iteration (`y = y.to(d)` ... `y.cpu().numpy()`: the host tensor was there;
     also `inputs, gts = data` then `gts = Variable(gts).cuda()`, and `batch = tuple(t.to(d)
     for t in batch)` then `x, y = batch`); the same for the loop's own item whatever it walks
     (`for data, target in test_loader:` with `test_loader` a parameter): nothing moves a tensor to
