@@ -3007,7 +3007,10 @@ class ProjectIndex:
         nccl_only = False
         program = {t for t, _ in imported}
         own_requires = need_cuda and own.script and self.script_requires_cuda(path)
-        if need_cuda and (not own.script or own_requires) and os.path.basename(path) != "__init__.py":
+        # (a large library's own scripts are not the users of its modules: who imports one there
+        # says nothing about where it runs)
+        if need_cuda and (not own.script or own_requires) and os.path.basename(path) != "__init__.py" \
+                and (own_requires or not self._large_project()):
             importers = []
             importer_paths: list = []
             stem = os.path.splitext(os.path.basename(path))[0].encode()
@@ -3060,7 +3063,8 @@ class ProjectIndex:
         if need_ckpt:
             here = os.path.dirname(path)
             for other in self._neighbours(path):
-                if os.path.dirname(other) == here and other != path and self._words(other, _SAVE_WORDS):
+                if (os.path.dirname(other) == here and other != path and self._words(other, _SAVE_WORDS)
+                        and self._text(other)[0]):  # (a module that cannot be a script needs no parse)
                     s = self.summary(other)
                     if s is not None and s.script:
                         program.add(other)
