@@ -37,7 +37,7 @@ from typing import Optional
 from devlint import lazyre
 from devlint.nnbases import is_module_base
 
-SUMMARY_VERSION = 41
+SUMMARY_VERSION = 42
 # how a dataset class's name ends (``Dataset``, ``InMemoryDataset``, ``ImageFolder``, ``LightningDataModule``)
 DATASET_NAMES = ("Dataset", "ImageFolder", "DatasetFolder", "DataModule")
 
@@ -1102,6 +1102,9 @@ def _host_copy(e: ast.AST) -> bool:
 
 _OLD_ASYNC = lazyre.compile(rb"\basync\s*=(?!=)")
 _SAVE_WORDS = (b"save(",)
+# the text of code that may place something anywhere but the host (`torch.distributed`, not the
+# licence header's "distributed under the License")
+PLACEMENT_WORDS = lazyre.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
 # a Cog (Replicate) predictor and its build file's GPU switch (`build:` / `  gpu: true`)
 _COG_IMPORT = lazyre.compile(rb"^[ \t]*(?:from[ \t]+cog[ \t]+import|import[ \t]+cog\b)", re.M)
 _COG_GPU = lazyre.compile(rb"^[ \t]+gpu:[ \t]*true[ \t]*(?:#.*)?\r?$", re.M | re.I)
@@ -1151,7 +1154,24 @@ def _places_in_code(source: bytes) -> bool:
 _DTYPE_WORDS = lazyre.compile(r"float|half|int|long|bool|double|bfloat|complex|uint")
 
 
-def _places(call: ast.Call) -> bool:
+def _dtype_params(tree: ast.AST) -> frozenset:
+    """Names of function parameters that hold a dtype (``dtype: torch.dtype = torch.float32``):
+    ``.to(dtype)`` of one casts, it places nothing."""
+    out = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = fn.args.posonlyargs + fn.args.args
+            defaults = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
+            for a, d in list(zip(args, defaults)) + list(zip(fn.args.kwonlyargs, fn.args.kw_defaults)):
+                ann = _dotted(a.annotation) if a.annotation is not None else None
+                dflt = _dotted(d) if d is not None else None
+                if ann in ("torch.dtype", "dtype") or (
+                        dflt and dflt.startswith("torch.") and _DTYPE_WORDS.search(dflt.rsplit(".", 1)[-1])):
+                    out.add(a.arg)
+    return frozenset(out)
+
+
+def _places(call: ast.Call, dtypes: frozenset = frozenset()) -> bool:
     f = call.func
     if isinstance(f, ast.Attribute) and f.attr == "cuda":
         return True
@@ -1162,6 +1182,8 @@ def _places(call: ast.Call) -> bool:
         a = call.args[0]
         if isinstance(a, ast.Constant):
             return isinstance(a.value, str) and a.value != "cpu"
+        if isinstance(a, ast.Name) and a.id in dtypes:
+            return False
         d = _dotted(a) or ""
         return not (d.startswith("torch.") and _DTYPE_WORDS.search(d.rsplit(".", 1)[-1]))
     return (_dotted(f) or "").endswith(("DataParallel", "DistributedDataParallel"))
@@ -1190,6 +1212,9 @@ def _bare_conversion(source: bytes) -> bool:
     return False
 
 
+# a module-level statement a script's work may start from (``Summary.script`` reads inside a
+# top-level ``try`` / ``with`` / ``if`` too): no match, no script
+_MAYBE_SCRIPT = lazyre.compile(rb"\n(?:if|for|while|try|with)\b|\n[A-Za-z_][\w.]*\(")
 _SCRIPT_HINT = lazyre.compile(rb"\n(?:if[ \t]+__name__|for[ \t]|while[ \t]|[A-Za-z_][\w.]*\()")
 _IMPORT_LINE = lazyre.compile(rb"\n[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))")
 _NAME_AS = lazyre.compile(r"^([\w.*]+)(?:\s+as\s+(\w+))?$")
@@ -1431,13 +1456,21 @@ def summarize(source: bytes) -> Optional[Summary]:
     loads = False
     flat = list(ast.walk(tree)) if b".save(" in source or b"init_process_group" in source else []
     saving_fn = _innermost_functions(tree) if b".save(" in source else {}  # id(call) -> its function
+    mapped = False  # a load mapped to the host: a conversion script's input
+    dtypes = _dtype_params(tree) if b".save(" in source and b"dtype" in source else frozenset()
     for node in (flat if b".save(" in source else ()):  # calls matter for saves only
         if isinstance(node, ast.Call):
-            if not s.places and _places(node):
+            if not s.places and _places(node, dtypes):
                 s.places = True
             d = _dotted(node.func) or ""
-            if d.endswith(("torch.load", "jit.load")) and not _host_mapped(node):
-                loads = True  # (what a script re-saves after a load mapped to the CPU is host data)
+            if d.endswith("load_file") and any(k.arg == "device" and isinstance(k.value, ast.Constant)
+                                               and k.value.value == "cpu" for k in node.keywords):
+                mapped = True  # safetensors' `load_file(p, device="cpu")`
+            elif d.endswith(("torch.load", "jit.load")):
+                if _host_mapped(node):
+                    mapped = True
+                else:
+                    loads = True  # (what a script re-saves after a load mapped to the CPU is host data)
             if d in ("torch.save", "torch.jit.save") and node.args:
                 target = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "f"), None)
@@ -1455,10 +1488,13 @@ def summarize(source: bytes) -> Optional[Summary]:
     passed = _passed_saves(tree) if made_here and raw_saves else set()
     # a model the saving code builds from a class of its own and, placing nothing, keeps on the host
     classes = {c.name for c in tree.body if isinstance(c, ast.ClassDef)} if raw_saves and not s.places else set()
+    # a conversion script (it reads what it saves with `map_location="cpu"`, places nothing):
+    # its saves are host copies as surely as `.cpu()` ones
+    converts = made_here and mapped
     s.saves = [[_save_name(p) if t is not None else None,
                 _host_object(o, fn, t) or (made_here and id(o) not in passed) or _fresh_module(o, fn, classes)
                 or _cache_save(o, t, fn),
-                _model_state(o, built), _host_object(o, fn, t)]
+                _model_state(o, built), _host_object(o, fn, t) or (converts and id(o) not in passed)]
                for t, o, fn in raw_saves for p in (_bound_paths(t, fn) if t is not None else [None])]
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     ensuring: set = set()
@@ -1854,6 +1890,7 @@ class ProjectIndex:
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
         self._large = False  # more Python files than _WHOLE_PROJECT_FILES (_large_project)
+        self._host_only = False  # no file names a device (_host_only_project)
         self._exts: frozenset = frozenset()  # CUDA extensions the project's setup.py files build
         self._placing_memo: dict = {}  # (path, text hash) -> its definitions that place values
         self._module_files: dict = {}  # (base, dotted name) -> (run, module file, stamps read)
@@ -3064,7 +3101,7 @@ class ProjectIndex:
             here = os.path.dirname(path)
             for other in self._neighbours(path):
                 if (os.path.dirname(other) == here and other != path and self._words(other, _SAVE_WORDS)
-                        and self._text(other)[0]):  # (a module that cannot be a script needs no parse)
+                        and _MAYBE_SCRIPT.search(b"\n" + self._text(other)[1])):  # (no script: no parse)
                     s = self.summary(other)
                     if s is not None and s.script:
                         program.add(other)
@@ -3099,6 +3136,7 @@ class ProjectIndex:
                 # from the device (`save_checkpoint(net_g, ...)` of a GPU run) is no host data
                 own = self.summary(path)
                 host_program = own is None or all(host for _n, host, model, _e in own.saves if model)
+            host_program = host_program or self._host_only_project()
         if need_cuda and not cuda_only and self._cog_gpu(path, source):
             cuda_only = True
         cuda_imports = need_cuda and self._imports_cuda_only(path, source)
@@ -3243,6 +3281,39 @@ class ProjectIndex:
                     if saved and same_file(name, saved):
                         verdict[name] = verdict.get(name, True) and explicit and not model
         return frozenset(n for n, ok in verdict.items() if ok)
+
+    def _host_only_project(self) -> bool:
+        """No Python file or notebook of the (not large) project names a device, ``.cuda``,
+        ``.to(`` or a launcher: the project runs on the host only, so every checkpoint it loads has
+        loaded on a CPU-only machine for its authors (what it saves, and what it reads, is host data)."""
+        key = ("host only project",)
+        if self._unchanged(key):
+            self._replay(key)
+            return self._host_only
+
+        def compute() -> bool:
+            files = self._project_files()
+            if len(files) > _WHOLE_PROJECT_FILES:
+                return False
+            for p in files + self._notebooks:
+                if p.endswith(".py"):
+                    text = self._text(p)
+                    data = text[1] if text is not None else None
+                else:
+                    stamp = _stamp(p)
+                    self._note(p, stamp)
+                    try:
+                        with open(p, "rb") as f:
+                            data = f.read()
+                    except OSError:
+                        data = None
+                if data is None or PLACEMENT_WORDS.search(data) is not None:
+                    return False
+            return True
+
+        self._host_only = self._recorded(key, compute)
+        self._checked[key] = _RUN[0]
+        return self._host_only
 
     def _project_nccl_only(self) -> bool:
         """Every process group the project's modules start is an NCCL one, and there is one (not

@@ -4,7 +4,8 @@ import libcst as cst
 
 from devlint.analysis.checkpoints import (HostSaves, cache_written_beside, file_name, host_used_load, project_holds_host,
                                           saved_earlier, zoo_file, is_dataset_class, is_dataset_module, is_library_module, is_test_module, only_into_scaler, package_data_path,
-                                          numpy_of_load, path_key, values_read_as_numpy)
+                                          numpy_of_load, path_key, values_read_as_numpy,
+                                          attribute_read_as_numpy)
 from devlint.analysis.style import string_quote
 from devlint.callargs import has_star, keyword, positional_count, with_keyword
 from devlint.diagnostic import Applicability
@@ -37,8 +38,14 @@ class LoadWithoutMapLocation(Rule):
     read without torch: a zip checkpoint's `data.pkl` names where each storage lives; a Git
     LFS pointer or a file with any `cuda` storage keeps the finding). A load whose values the code turns into arrays (`v.numpy()` on
     each, `sd[k].numpy()`, or the load itself: `torch.load(p).numpy()`, also through indexing and views
-    that keep the tensor where it is: `torch.load(p)[0].transpose(-1, -2).numpy()`) holds host tensors
-    too: `.numpy()` raises on a CUDA tensor on any machine.
+    that keep the tensor where it is: `torch.load(p)[0].transpose(-1, -2).numpy()`; or an attribute the load is bound to,
+    `self.log[:, i].numpy()` in a method of a class that never places `self.log`) holds host tensors
+    too: `.numpy()` raises on a CUDA tensor on any machine. Nor is any load in a project none of
+    whose files or notebooks names a device, `.cuda` or `.to(` (it has only ever run on the host, so
+    every file it loads has loaded on a CPU-only machine). A conversion script (it reads with
+    `map_location="cpu"` and places nothing; `.to(dtype)` of a dtype parameter is a cast) saves
+    host copies, and a load that names that file, directly or through the default of the path
+    parameter it reads (`checkpoint_path: Path = Path("checkpoints/model.pth")`), is not flagged.
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from.
@@ -105,6 +112,12 @@ class LoadWithoutMapLocation(Rule):
         "import torch\narr = torch.load('feats.pt').numpy()\n",
         # ... through indexing and views, which keep the tensor where it is
         "import torch\ndef phones(name):\n    return torch.load(name)[0].transpose(-1, -2).numpy()\n",
+        "import torch\nx = torch.load('loss.pth')\nx = x['mse'].view(4, -1)[:, :3].numpy()\n",
+        # ... or an attribute the class converts in another method, and never places
+        "import torch\nclass Log:\n    def __init__(self, d):\n        self.log = torch.Tensor()\n"
+        "        if d:\n            self.log = torch.load(d + '/psnr_log.pt')\n"
+        "    def add(self, row):\n        self.log = torch.cat([self.log, row])\n"
+        "    def plot(self, i):\n        return self.log[:, i].numpy()\n",
         # the script's training function saved that file through a handle: the run reloads its own best model
         "import os\nimport torch\ndef train():\n    model = torch.nn.Linear(2, 2).cuda()\n"
         "    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n        torch.save(model, f)\n"
@@ -202,6 +215,10 @@ class LoadWithoutMapLocation(Rule):
                 "        out[k] = v.tolist()\n    return out\n"),
         # ... nor does `.numpy()` after `.cpu()`, which accepts a CUDA tensor
         Invalid("import torch\ndef phones(name):\n    return torch.load(name)[0].cpu().numpy()\n"),
+        # the class moves the attribute to the GPU itself: its `.numpy()` says nothing of the file
+        Invalid("import torch\nclass Log:\n    def __init__(self, d):\n        self.log = torch.load(d + '/log.pt')\n"
+                "    def go(self):\n        self.log = self.log.cuda()\n"
+                "    def plot(self, i):\n        return self.log[:, i].numpy()\n"),
         # a function of the script that writes where its caller says is no save of the script's path
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n"
@@ -400,7 +417,7 @@ class LoadWithoutMapLocation(Rule):
             return  # a computed path, in a file every save of which writes host copies
         if zoo_file(node.args[0].value, self.ctx.module, self.facts.project):
             return  # a torch.hub model-zoo file (`resnet152-b121ed2d.pth`): published from host tensors
-        if project_holds_host(node.args[0].value, self.facts.project):
+        if project_holds_host(node.args[0].value, self.facts.project, self.t.function):
             return  # the project saves that file from host data only (another file's save)
         if is_dataset_class(self.t.cls, self.facts.project):
             return  # a dataset's cache: host data, nothing to map
@@ -414,6 +431,8 @@ class LoadWithoutMapLocation(Rule):
             return  # a file shipped in the package: every user (CPU-only CI too) loads it, it holds host tensors
         if node in self._read_as_numpy or values_read_as_numpy(node, self.t.function or self.ctx.module):
             return  # `.numpy()` on every loaded value: the file holds host tensors (a CUDA one would raise anyway)
+        if attribute_read_as_numpy(node, self.t.cls):
+            return  # `self.log = torch.load(p)`, and the class reads `self.log[:, i].numpy()`: the same
         if only_into_scaler(node, self.t.function, self._host_saves.scaler_receivers):
             return  # a GradScaler's state holds Python numbers only
         if keyword(node, "map_location") is not None or positional_count(node) >= 2:

@@ -655,14 +655,52 @@ def zoo_file(path: cst.BaseExpression, module: cst.Module, project) -> bool:
     return name is not None and _HUB_FILE.match(name) is not None
 
 
-def project_holds_host(path: cst.BaseExpression, project) -> bool:
+def bound_file_name(path: cst.BaseExpression, fn: Optional[cst.FunctionDef]) -> Optional[str]:
+    """The file a load path spelled as a name stands for, as the enclosing function says: its
+    parameter's default (``checkpoint_path: Path = Path("checkpoints/model.pth")``) and every
+    assignment of the name in the function (``if not p: p = Path(f"{d}/lit-llama.pth")``) all
+    name the same file (a ``None`` default aside: the assignment stands in for it)."""
+    while isinstance(path, cst.Call) and len(path.args) == 1 and (dotted(path.func) or "") in _PATH_WRAPPERS:
+        path = path.args[0].value
+    if not isinstance(path, cst.Name) or fn is None:
+        return None
+    values = [p.default for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+              if p.name.value == path.value and p.default is not None]
+    for n in nodes(fn):
+        if isinstance(n, cst.Assign) and any(path.value in bound_names(t.target) for t in n.targets):
+            if not any(isinstance(t.target, cst.Name) and t.target.value == path.value for t in n.targets):
+                return None  # `a, p = ...`: unknown
+            values.append(n.value)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)) and isinstance(
+                n.target, cst.Name) and n.target.value == path.value:
+            if not (isinstance(n, cst.AnnAssign) and n.value is not None):
+                return None
+            values.append(n.value)
+    names = set()
+    for v in values:
+        if isinstance(v, cst.Name) and v.value == "None":
+            continue
+        while isinstance(v, cst.Call) and len(v.args) == 1 and (dotted(v.func) or "") in _PATH_WRAPPERS:
+            v = v.args[0].value
+        name = file_name(v)
+        if name is None:
+            return None
+        names.add(name)
+    return names.pop() if len(names) == 1 else None
+
+
+_PATH_WRAPPERS = frozenset({"str", "os.fspath", "Path", "pathlib.Path"})
+
+
+def project_holds_host(path: cst.BaseExpression, project, fn: Optional[cst.FunctionDef] = None) -> bool:
     """What the rest of the project says about the loaded file (devlint.project): saved
     under this name only from host data, or, for a path the code does not spell or a name no
     save of the project writes (a file a command line named), every checkpoint the program
-    saves holds host data."""
+    saves holds host data. A path held in a name is the file the enclosing function
+    (``fn``) binds it to, where it says (:func:`bound_file_name`)."""
     if not project:
         return False
-    name = file_name(path)
+    name = file_name(path) or bound_file_name(path, fn)
     if name is not None:
         gpu = any(same_file(name, n) for n in project.gpu_files)
         if gpu or any(same_file(name, n) for n in project.host_files):
@@ -798,15 +836,59 @@ def _conversion_of(call: cst.Call) -> Optional[cst.BaseExpression]:
     return None
 
 
+def _indexed_root(e: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What ``e`` indexes, through views and casts that keep a tensor where it is:
+    ``x[k].view(n, -1)[:, :m]`` -> ``x``; None unless at least one index is taken (a name alone
+    may have been rebound to anything since the load)."""
+    indexed = False
+    while True:
+        if type(e) is cst.Subscript:
+            indexed, e = True, e.value
+        elif type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value in _SAME_DEVICE:
+            e = e.func.value
+        else:
+            return e if indexed else None
+
+
 def _converts(within: cst.CSTNode, item: Optional[str], name: str) -> bool:
-    """A conversion to an array inside ``within`` of the loop name ``item``, or of ``name[...]``."""
+    """A conversion to an array inside ``within`` of the loop name ``item``, or of ``name[...]``
+    (through views: ``name[k].view(n, -1)[:, :m].numpy()``)."""
     for n in nodes(within):
         v = _conversion_of(n) if isinstance(n, cst.Call) else None
         if v is None:
             continue
         if item is not None and isinstance(v, cst.Name) and v.value == item:
             return True
-        if isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name) and v.value.value == name:
+        root = _indexed_root(v)
+        if isinstance(root, cst.Name) and root.value == name:
+            return True
+    return False
+
+
+def attribute_read_as_numpy(load: cst.Call, cls: Optional[cst.ClassDef]) -> bool:
+    """``self.log = torch.load(p)`` in a class whose methods read ``self.log[:, i].numpy()``,
+    and which never binds ``self.log`` to anything it places (``.cuda()``, ``.to(...)``, a
+    ``device=``): ``.numpy()`` raises on a CUDA tensor, so the class works only with a file of
+    host tensors, and such a file loads without ``map_location`` anywhere."""
+    if cls is None:
+        return False
+    attr = None
+    binds = []
+    for n in nodes(cls, into_scopes=True):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                tg = t.target
+                if (isinstance(tg, cst.Attribute) and isinstance(tg.value, cst.Name) and tg.value.value == "self"):
+                    binds.append((tg.attr.value, n.value))
+                    if n.value is load:
+                        attr = tg.attr.value
+    if attr is None or any(a == attr and v is not load and _contains_placer(v) for a, v in binds):
+        return False
+    for n in nodes(cls, into_scopes=True):
+        v = _conversion_of(n) if isinstance(n, cst.Call) else None
+        root = _indexed_root(v) if v is not None else None
+        if (isinstance(root, cst.Attribute) and root.attr.value == attr and isinstance(root.value, cst.Name)
+                and root.value.value == "self"):
             return True
     return False
 
