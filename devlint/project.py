@@ -1102,9 +1102,7 @@ def _host_copy(e: ast.AST) -> bool:
 
 _OLD_ASYNC = lazyre.compile(rb"\basync\s*=(?!=)")
 _SAVE_WORDS = (b"save(",)
-# the text of code that may place something anywhere but the host (`torch.distributed`, not the
-# licence header's "distributed under the License")
-PLACEMENT_WORDS = lazyre.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
+
 # a Cog (Replicate) predictor and its build file's GPU switch (`build:` / `  gpu: true`)
 _COG_IMPORT = lazyre.compile(rb"^[ \t]*(?:from[ \t]+cog[ \t]+import|import[ \t]+cog\b)", re.M)
 _COG_GPU = lazyre.compile(rb"^[ \t]+gpu:[ \t]*true[ \t]*(?:#.*)?\r?$", re.M | re.I)
@@ -1890,7 +1888,6 @@ class ProjectIndex:
         self._memo_deps: dict = {}  # memo key -> the dependencies its value was read from
         self._files: list = []  # every Python file of the project, once listed
         self._large = False  # more Python files than _WHOLE_PROJECT_FILES (_large_project)
-        self._host_only = False  # no file names a device (_host_only_project)
         self._exts: frozenset = frozenset()  # CUDA extensions the project's setup.py files build
         self._placing_memo: dict = {}  # (path, text hash) -> its definitions that place values
         self._module_files: dict = {}  # (base, dotted name) -> (run, module file, stamps read)
@@ -3136,7 +3133,6 @@ class ProjectIndex:
                 # from the device (`save_checkpoint(net_g, ...)` of a GPU run) is no host data
                 own = self.summary(path)
                 host_program = own is None or all(host for _n, host, model, _e in own.saves if model)
-            host_program = host_program or self._host_only_project()
         if need_cuda and not cuda_only and self._cog_gpu(path, source):
             cuda_only = True
         cuda_imports = need_cuda and self._imports_cuda_only(path, source)
@@ -3281,39 +3277,6 @@ class ProjectIndex:
                     if saved and same_file(name, saved):
                         verdict[name] = verdict.get(name, True) and explicit and not model
         return frozenset(n for n, ok in verdict.items() if ok)
-
-    def _host_only_project(self) -> bool:
-        """No Python file or notebook of the (not large) project names a device, ``.cuda``,
-        ``.to(`` or a launcher: the project runs on the host only, so every checkpoint it loads has
-        loaded on a CPU-only machine for its authors (what it saves, and what it reads, is host data)."""
-        key = ("host only project",)
-        if self._unchanged(key):
-            self._replay(key)
-            return self._host_only
-
-        def compute() -> bool:
-            files = self._project_files()
-            if len(files) > _WHOLE_PROJECT_FILES:
-                return False
-            for p in files + self._notebooks:
-                if p.endswith(".py"):
-                    text = self._text(p)
-                    data = text[1] if text is not None else None
-                else:
-                    stamp = _stamp(p)
-                    self._note(p, stamp)
-                    try:
-                        with open(p, "rb") as f:
-                            data = f.read()
-                    except OSError:
-                        data = None
-                if data is None or PLACEMENT_WORDS.search(data) is not None:
-                    return False
-            return True
-
-        self._host_only = self._recorded(key, compute)
-        self._checked[key] = _RUN[0]
-        return self._host_only
 
     def _project_nccl_only(self) -> bool:
         """Every process group the project's modules start is an NCCL one, and there is one (not

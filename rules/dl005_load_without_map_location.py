@@ -40,9 +40,7 @@ class LoadWithoutMapLocation(Rule):
     each, `sd[k].numpy()`, or the load itself: `torch.load(p).numpy()`, also through indexing and views
     that keep the tensor where it is: `torch.load(p)[0].transpose(-1, -2).numpy()`; or an attribute the load is bound to,
     `self.log[:, i].numpy()` in a method of a class that never places `self.log`) holds host tensors
-    too: `.numpy()` raises on a CUDA tensor on any machine. Nor is any load in a project none of
-    whose files or notebooks names a device, `.cuda` or `.to(` (it has only ever run on the host, so
-    every file it loads has loaded on a CPU-only machine). A conversion script (it reads with
+    too: `.numpy()` raises on a CUDA tensor on any machine. A conversion script (it reads with
     `map_location="cpu"` and places nothing; `.to(dtype)` of a dtype parameter is a cast) saves
     host copies, and a load that names that file, directly or through the default of the path
     parameter it reads (`checkpoint_path: Path = Path("checkpoints/model.pth")`), is not flagged.
@@ -417,7 +415,7 @@ class LoadWithoutMapLocation(Rule):
             return  # a computed path, in a file every save of which writes host copies
         if zoo_file(node.args[0].value, self.ctx.module, self.facts.project):
             return  # a torch.hub model-zoo file (`resnet152-b121ed2d.pth`): published from host tensors
-        if project_holds_host(node.args[0].value, self.facts.project, self.t.function):
+        if project_holds_host(node.args[0].value, self.facts.project, self.t.function, node):
             return  # the project saves that file from host data only (another file's save)
         if is_dataset_class(self.t.cls, self.facts.project):
             return  # a dataset's cache: host data, nothing to map

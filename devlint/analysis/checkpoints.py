@@ -655,44 +655,85 @@ def zoo_file(path: cst.BaseExpression, module: cst.Module, project) -> bool:
     return name is not None and _HUB_FILE.match(name) is not None
 
 
-def bound_file_name(path: cst.BaseExpression, fn: Optional[cst.FunctionDef]) -> Optional[str]:
+def bound_file_name(path: cst.BaseExpression, fn: Optional[cst.FunctionDef],
+                    load: Optional[cst.CSTNode] = None) -> Optional[str]:
     """The file a load path spelled as a name stands for, as the enclosing function says: its
     parameter's default (``checkpoint_path: Path = Path("checkpoints/model.pth")``) and every
-    assignment of the name in the function (``if not p: p = Path(f"{d}/lit-llama.pth")``) all
-    name the same file (a ``None`` default aside: the assignment stands in for it)."""
+    assignment of the name in the function, each before the load (``load``), all name the same
+    file. A parameter the caller may pass is bound in the body only in its stead: directly in
+    the body, or under ``if not p:`` / ``if p is None:`` (``if not p: p = Path(f"{d}/lit-llama.pth")``)."""
     while isinstance(path, cst.Call) and len(path.args) == 1 and (dotted(path.func) or "") in _PATH_WRAPPERS:
         path = path.args[0].value
     if not isinstance(path, cst.Name) or fn is None:
         return None
-    values = [p.default for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
-              if p.name.value == path.value and p.default is not None]
+    name = path.value
+    params = [p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+              if p.name.value == name]
+    values = [p.default for p in params if p.default is not None]
+    passed = bool(params) and not any(p.default is not None and not (isinstance(p.default, cst.Name)
+                                                                     and p.default.value == "None") for p in params)
+    allowed = {id(s) for s in _in_stead_of(fn, name)} if passed else None
     for n in nodes(fn):
-        if isinstance(n, cst.Assign) and any(path.value in bound_names(t.target) for t in n.targets):
-            if not any(isinstance(t.target, cst.Name) and t.target.value == path.value for t in n.targets):
+        if n is load:
+            break  # (only what binds the name before the load)
+        if isinstance(n, cst.Assign) and any(name in bound_names(t.target) for t in n.targets):
+            if not any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
                 return None  # `a, p = ...`: unknown
+            if allowed is not None and id(n) not in allowed:
+                return None  # a caller's path, replaced only on some other condition
             values.append(n.value)
         elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)) and isinstance(
-                n.target, cst.Name) and n.target.value == path.value:
-            if not (isinstance(n, cst.AnnAssign) and n.value is not None):
-                return None
-            values.append(n.value)
+                n.target, cst.Name) and n.target.value == name:
+            return None
+    else:
+        if load is not None:
+            return None  # (the load is not in this function)
+    if passed and len(values) == 0:
+        return None
     names = set()
     for v in values:
         if isinstance(v, cst.Name) and v.value == "None":
             continue
         while isinstance(v, cst.Call) and len(v.args) == 1 and (dotted(v.func) or "") in _PATH_WRAPPERS:
             v = v.args[0].value
-        name = file_name(v)
-        if name is None:
+        got = file_name(v)
+        if got is None:
             return None
-        names.add(name)
+        names.add(got)
     return names.pop() if len(names) == 1 else None
+
+
+def _in_stead_of(fn: cst.FunctionDef, name: str) -> list:
+    """The assignments of ``fn``'s body that stand in for the parameter ``name``: statements of
+    the body itself, or of an ``if not name:`` / ``if name is None:`` block in it."""
+    out = []
+
+    def smalls(block) -> list:
+        return [small for st in getattr(block, "body", ()) if isinstance(st, cst.SimpleStatementLine)
+                for small in st.body if isinstance(small, cst.Assign)]
+
+    for st in fn.body.body:
+        if isinstance(st, cst.SimpleStatementLine):
+            out += [small for small in st.body if isinstance(small, cst.Assign)]
+        elif isinstance(st, cst.If) and st.orelse is None and _tests_missing(st.test, name):
+            out += smalls(st.body)
+    return out
+
+
+def _tests_missing(test: cst.BaseExpression, name: str) -> bool:
+    """``not name`` or ``name is None``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return isinstance(test.expression, cst.Name) and test.expression.value == name
+    return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == name
+            and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Is)
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None")
 
 
 _PATH_WRAPPERS = frozenset({"str", "os.fspath", "Path", "pathlib.Path"})
 
 
-def project_holds_host(path: cst.BaseExpression, project, fn: Optional[cst.FunctionDef] = None) -> bool:
+def project_holds_host(path: cst.BaseExpression, project, fn: Optional[cst.FunctionDef] = None,
+                       load: Optional[cst.CSTNode] = None) -> bool:
     """What the rest of the project says about the loaded file (devlint.project): saved
     under this name only from host data, or, for a path the code does not spell or a name no
     save of the project writes (a file a command line named), every checkpoint the program
@@ -700,7 +741,7 @@ def project_holds_host(path: cst.BaseExpression, project, fn: Optional[cst.Funct
     (``fn``) binds it to, where it says (:func:`bound_file_name`)."""
     if not project:
         return False
-    name = file_name(path) or bound_file_name(path, fn)
+    name = file_name(path) or bound_file_name(path, fn, load)
     if name is not None:
         gpu = any(same_file(name, n) for n in project.gpu_files)
         if gpu or any(same_file(name, n) for n in project.host_files):

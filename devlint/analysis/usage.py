@@ -23,7 +23,6 @@ from typing import Optional
 import libcst as cst
 
 from devlint import lazyre
-from devlint.project import PLACEMENT_WORDS as _DEVICE_WORDS
 from devlint.syntax import bound_names, dotted, names_read
 from devlint.walk import children, nodes
 
@@ -48,6 +47,8 @@ _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "nor
                          "exp", "abs", "sqrt", "floor", "ceil", "clamp"})
 _HOST_BUILTINS = frozenset({"int", "float", "len", "range", "bool", "str", "list", "tuple", "enumerate",
                             "zip", "round", "print"})
+# `torch.distributed`, not the licence header's "distributed under the License"
+_DEVICE_WORDS = lazyre.compile(rb"cuda|device|\.to\(|mps|xla|accelerat|\bxpu\b|fabric|torch\.distributed|import distributed")
 
 
 def factory_of_chain(node: cst.BaseExpression) -> cst.BaseExpression:
