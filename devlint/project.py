@@ -471,13 +471,13 @@ def _def_owner(source: bytes, m):
 # the default a caller who omits the argument gets
 # what _CUDA_DEFAULT and _CUDA_FALLBACK both spell, found fast (its first character is a literal)
 _ASSIGNED_CUDA = lazyre.compile(rb"""=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""")
-_CUDA_FALLBACK = lazyre.compile(rb"""^([ \t]+)if[ \t]+(?:not[ \t]+(\w*device\w*)|(\w*device\w*)[ \t]+is[ \t]+None)[ \t]*:"""
-                            rb"""[ \t]*\r?\n[ \t]+(\w+)[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""", re.M)
+_CUDA_FALLBACK = lazyre.compile(rb"""\n([ \t]+)if[ \t]+(?:not[ \t]+(\w*device\w*)|(\w*device\w*)[ \t]+is[ \t]+None)[ \t]*:"""
+                            rb"""[ \t]*\r?\n[ \t]+(\w+)[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cuda""")
 
 
 # `self.device = device if device is not None else torch.device("cuda", 0)`
-_CUDA_IFEXP = lazyre.compile(rb"^([ \t]+)[\w.]+[ \t]*=[ \t]*(\w*device\w*)[ \t]+if[ \t]+\2[ \t]+is[ \t]+not[ \t]+None"
-                         rb"[ \t]+else[ \t]+(?:torch\.device\([ \t]*)?[\"']cuda", re.M)
+_CUDA_IFEXP = lazyre.compile(rb"\n([ \t]+)[\w.]+[ \t]*=[ \t]*(\w*device\w*)[ \t]+if[ \t]+\2[ \t]+is[ \t]+not[ \t]+None"
+                         rb"[ \t]+else[ \t]+(?:torch\.device\([ \t]*)?[\"']cuda")
 
 
 def _literal_backend(value: Optional[ast.AST]) -> Optional[str]:
@@ -1112,7 +1112,7 @@ _INIT_WORDS = (b"init_process_group",)
 # names torch: `th.load(`, `from torch import load`) needs no checkpoint facts
 _LOAD_CALL = lazyre.compile(rb"\.[ \t]*load[ \t]*\(")
 _RECEIVER_END = lazyre.compile(rb"(\w+)[ \t]*$")
-_LOAD_IMPORTED = lazyre.compile(rb"^[ \t]*from[ \t]+torch[\w.]*[ \t]+import[^\n]*\bload\b", re.M)
+_LOAD_IMPORTED = lazyre.compile(rb"\n[ \t]*from[ \t]+torch[\w.]*[ \t]+import[^\n]*\bload\b")
 _TORCH_MODULES_AS = lazyre.compile(rb"^[ \t]*(?:import[ \t]+torch[\w.]*|from[ \t]+torch[\w.]*[ \t]+import[ \t]+\w+)"
                                rb"[ \t]+as[ \t]+(\w+)", re.M)
 
@@ -1130,7 +1130,7 @@ def _loads_checkpoint(source: bytes) -> bool:
     """Whether the text may call ``torch.load`` or ``torch.jit.load`` (a superset: a gate)."""
     if b"load" not in source:
         return False
-    if b"from torch" in source and _LOAD_IMPORTED.search(source):
+    if b"from torch" in source and _LOAD_IMPORTED.search(b"\n" + source):
         return True
     receivers = set()
     for m in _LOAD_CALL.finditer(source):  # the literal first, then the name before it
@@ -1360,7 +1360,7 @@ _SWITCH_READ = lazyre.compile(rb"\b(?:if|elif|while|and|or|not)[ \t]+([A-Za-z_]*
                           rb"\b(?![ \t]*[(.\[=])")
 
 
-_IMPORTS_SWITCH = lazyre.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[^\n]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)", re.M)
+_IMPORTS_SWITCH = lazyre.compile(rb"\n[ \t]*from[ \t]+[\w.]+[ \t]+import[^\n]*(?:cuda|CUDA|Cuda|gpu|GPU|Gpu)")
 
 
 def _switches_of(source: bytes) -> list:
@@ -2931,6 +2931,10 @@ class ProjectIndex:
             facts = self._facts_for(path, source)
         finally:
             self._recs.pop()
+            # the trees read for this file's questions go with them: kept alive through the
+            # file's own lint, each of their nodes would be walked by every collection its
+            # parse triggers
+            _PARSED.clear()
         self._keep_facts(path, digest, facts, rec)
         return facts
 
@@ -3231,7 +3235,7 @@ class ProjectIndex:
         """``ProjectFacts.switches``: what the project modules this file imports set once, for
         the switch-like names the file reads bare (read off the modules' text, no parse)."""
         star = b"import *" in source
-        if not star and _IMPORTS_SWITCH.search(source) is None:
+        if not star and _IMPORTS_SWITCH.search(b"\n" + source) is None:
             return frozenset()  # no project switch can reach the file's bare names
         wanted = {w for w in set(_SWITCH_READ.findall(source))  # (a name the file binds is its own)
                   if re.search(rb"(?<![.\w])" + w + rb"[ \t]*=(?!=)", source) is None}
@@ -3464,7 +3468,7 @@ class ProjectIndex:
         return hit
 
 
-_TENSOR_ATTRIBUTE = lazyre.compile(rb"^[ \t]+self\.(\w+)[ \t]*=[ \t]*(?:torch\.|Variable\()", re.M)
+_TENSOR_ATTRIBUTE = lazyre.compile(rb"\n[ \t]+self\.(\w+)[ \t]*=[ \t]*(?:torch\.|Variable\()")
 
 
 def _apply_moved_attributes(source: bytes) -> set:
