@@ -91,7 +91,11 @@ _CUDA_LITERAL = lazyre.compile(r"cuda(:\d+)?")
 
 
 def is_cuda_string(node: cst.CSTNode) -> bool:
+    """``"cuda"``, ``"cuda:0"``, also spelled as an f-string with nothing to format (``f"cuda"``)."""
     v = string_value(node)
+    if v is None and type(node) is cst.FormattedString and all(
+            type(p) is cst.FormattedStringText for p in node.parts) and "b" not in node.prefix.lower():
+        v = "".join(p.value for p in node.parts)
     return v is not None and _CUDA_LITERAL.fullmatch(v) is not None
 
 

@@ -41,7 +41,7 @@ class HardcodedCuda(Rule):
     """
     ## What it does
     Flags code that hard-codes the CUDA device where no availability check guards it:
-    `.cuda()`, `.cuda(i)`, `torch.device("cuda")`, `"cuda"`/`"cuda:N"` passed or
+    `.cuda()`, `.cuda(i)`, `torch.device("cuda")`, `"cuda"`/`"cuda:N"` (also as `f"cuda"`) passed or
     assigned as a device (Hugging Face's `device_map="cuda"` too; `"auto"` is fine),
     `device=0` / `.to(0)`, legacy `torch.cuda.FloatTensor` & co,
     and `torch.set_default_tensor_type("torch.cuda...")`; also an int or `"cuda"` that
@@ -380,6 +380,10 @@ class HardcodedCuda(Rule):
         "        return m\n",
     ]
     INVALID = [
+        # an f-string with nothing to format is the same literal
+        Invalid("import torch\nx = torch.zeros(2, device=f\"cuda\")\n",
+                "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+                "x = torch.zeros(2, device=device)\n"),
         # timm's binary cross-entropy may hold weight tensors
         Invalid("import torch\nfrom timm.loss import BinaryCrossEntropy\n"
                 "bce = BinaryCrossEntropy(pos_weight=torch.ones(3)).cuda()\n",
