@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -2927,9 +2928,13 @@ class ProjectIndex:
             return kept
         rec: dict = {}
         self._recs.append(rec)
+        collecting = gc.isenabled()
+        gc.disable()  # (its trees hold no cycles: they go by reference count, a collection only walks them)
         try:
             facts = self._facts_for(path, source)
         finally:
+            if collecting:
+                gc.enable()
             self._recs.pop()
             # the trees read for this file's questions go with them: kept alive through the
             # file's own lint, each of their nodes would be walked by every collection its
